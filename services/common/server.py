@@ -1,0 +1,87 @@
+"""Bootstrap shared by every gRPC server: health checking, reflection, graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Iterable
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from hybridsearch.common.config import get_settings
+from hybridsearch.common.telemetry import grpc_client_interceptors, grpc_server_interceptors, setup_telemetry
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+]
+
+
+def configure_logging() -> None:
+    logging.basicConfig(
+        level=get_settings().log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def create_server() -> grpc.aio.Server:
+    return grpc.aio.server(interceptors=grpc_server_interceptors(), options=CHANNEL_OPTIONS)
+
+
+def add_health_and_reflection(
+    server: grpc.aio.Server, service_names: Iterable[str]
+) -> health.aio.HealthServicer:
+    """Registers gRPC health (every service SERVING) and reflection for the given full names."""
+    names = list(service_names)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+    return health_servicer
+
+
+async def serve(
+    name: str,
+    port: int,
+    register: Callable[[grpc.aio.Server], Awaitable[list[str]]],
+    on_stop: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """Starts a server, marks it SERVING, and runs until SIGINT/SIGTERM."""
+    setup_telemetry(name)
+    server = create_server()
+    service_names = await register(server)
+    health_servicer = add_health_and_reflection(server, service_names)
+    host = get_settings().endpoints.host
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise RuntimeError(f"{name}: cannot bind {host}:{port}")
+    await server.start()
+    for svc in ["", *service_names]:
+        await health_servicer.set(svc, health_pb2.HealthCheckResponse.SERVING)
+    log.info("%s serving on %s:%d", name, host, port)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            pass
+    await stop.wait()
+    log.info("%s stopping", name)
+    await health_servicer.enter_graceful_shutdown()
+    await server.stop(grace=2.0)
+    if on_stop is not None:
+        await on_stop()
+
+
+def insecure_channel(address: str) -> grpc.aio.Channel:
+    """A client channel with OTel context propagation and large messages allowed."""
+    return grpc.aio.insecure_channel(
+        address, options=CHANNEL_OPTIONS, interceptors=grpc_client_interceptors()
+    )

@@ -1,0 +1,57 @@
+"""Write/stat RPCs that the BM25 and vector services share: both are stores of chunks."""
+
+from __future__ import annotations
+
+from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection, check_doc_id
+from hybridsearch.v1 import common_pb2
+
+MAX_CHUNKS_PER_REQUEST = 20_000
+
+
+class StoreServicerMixin:
+    """Needs `self.engine` with upsert/delete/stats/content_hashes (see bm25.engine.LexicalEngine)."""
+
+    async def UpsertChunks(self, request, context):
+        try:
+            collection = check_collection(request.collection)
+            if len(request.chunks) > MAX_CHUNKS_PER_REQUEST:
+                raise InvalidArgument(f"at most {MAX_CHUNKS_PER_REQUEST} chunks a request")
+            for c in request.chunks:
+                check_doc_id(c.doc_id)
+                if not c.chunk_id.startswith(c.doc_id + "#"):
+                    raise InvalidArgument(f"chunk id {c.chunk_id!r} does not belong to document {c.doc_id!r}")
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        result = await self.engine.upsert(collection, list(request.chunks))
+        return common_pb2.UpsertChunksResponse(
+            documents_written=result.documents_written,
+            documents_unchanged=result.documents_unchanged,
+            chunks_written=result.chunks_written,
+        )
+
+    async def DeleteDocuments(self, request, context):
+        try:
+            collection = check_collection(request.collection)
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        docs, chunks = await self.engine.delete(collection, list(request.doc_ids))
+        return common_pb2.DeleteDocumentsResponse(documents_deleted=docs, chunks_deleted=chunks)
+
+    async def Stats(self, request, context):
+        try:
+            collection = check_collection(request.collection)
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        stats = await self.engine.stats(collection)
+        return common_pb2.StoreStats(
+            engine=stats.engine, documents=stats.documents, chunks=stats.chunks, details=stats.details
+        )
+
+    async def ContentHashes(self, request, context):
+        try:
+            collection = check_collection(request.collection)
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        return common_pb2.ContentHashesResponse(
+            hashes=await self.engine.content_hashes(collection, list(request.doc_ids))
+        )

@@ -1,0 +1,20 @@
+"""Results that every chunk store (BM25 engines, vector stores) reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class UpsertResult:
+    documents_written: int = 0
+    documents_unchanged: int = 0
+    chunks_written: int = 0
+
+
+@dataclass
+class EngineStats:
+    engine: str
+    documents: int
+    chunks: int
+    details: dict[str, str] = field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""Query expansion: lexical/semantic variants and a HyDE passage, cached in Redis."""

@@ -1,0 +1,66 @@
+"""Expansion cache in Redis, keyed by query + collection + generator/model + prompt version."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
+
+
+class ExpansionCache:
+    def __init__(self, url: str, ttl_s: int) -> None:
+        self.url = url
+        self.ttl_s = ttl_s
+        self.client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5)
+        self.available = True
+        self._warned = False
+
+    @staticmethod
+    def key(*parts: str) -> str:
+        digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:40]
+        return f"hybridsearch:expansion:{digest}"
+
+    def _down(self, err: Exception) -> None:
+        self.available = False
+        if not self._warned:
+            log.warning("Redis at %s is not reachable (%s): expansion runs uncached", self.url, err)
+            self._warned = True
+
+    def _up(self) -> None:
+        if not self.available:
+            log.info("Redis at %s is reachable again: expansion cache on", self.url)
+        self.available, self._warned = True, False
+
+    async def get(self, key: str) -> dict | None:
+        try:
+            raw = await self.client.get(key)
+        except (RedisError, OSError) as err:
+            self._down(err)
+            return None
+        self._up()
+        return json.loads(raw) if raw else None
+
+    async def put(self, key: str, value: dict) -> None:
+        try:
+            await self.client.set(key, json.dumps(value), ex=self.ttl_s)
+        except (RedisError, OSError) as err:
+            self._down(err)
+            return
+        self._up()
+
+    async def ping(self) -> bool:
+        try:
+            await self.client.ping()
+        except (RedisError, OSError) as err:
+            self._down(err)
+            return False
+        self._up()
+        return True
+
+    async def close(self) -> None:
+        await self.client.aclose()

@@ -1,0 +1,82 @@
+"""Expansion with an LLM behind any OpenAI-compatible chat endpoint (llama.cpp server, vLLM, ...).
+
+The model must answer strict JSON; anything else is rejected and the caller falls back to PRF.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import httpx
+from pydantic import BaseModel, Field, ValidationError, field_validator
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+PROMPT_VERSION = "v1"
+SYSTEM_PROMPT = (
+    "You expand search queries for a hybrid search engine. Answer with one JSON object and nothing "
+    'else: {"lexical": [up to 3 short keyword queries for BM25], "semantic": [up to 2 rephrasings '
+    'of the question], "hyde": "a 2-4 sentence passage that would answer the query"}.'
+)
+JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+
+class LlmExpansion(BaseModel):
+    lexical: list[str] = Field(default_factory=list, max_length=5)
+    semantic: list[str] = Field(default_factory=list, max_length=5)
+    hyde: str = Field(default="", max_length=2000)
+
+    @field_validator("lexical", "semantic")
+    @classmethod
+    def _clean(cls, values: list[str]) -> list[str]:
+        out = []
+        for v in values:
+            v = " ".join(str(v).split())
+            if 0 < len(v) <= 300 and v not in out:
+                out.append(v)
+        return out
+
+
+class LlmError(RuntimeError):
+    pass
+
+
+def parse_expansion(content: str) -> LlmExpansion:
+    match = JSON_OBJECT.search(content)
+    if not match:
+        raise LlmError("LLM answer holds no JSON object")
+    try:
+        return LlmExpansion.model_validate(json.loads(match.group(0)))
+    except (json.JSONDecodeError, ValidationError) as err:
+        raise LlmError(f"LLM answer is not valid expansion JSON: {err}") from err
+
+
+class LlmExpander:
+    def __init__(self, base_url: str, model: str, timeout_s: float) -> None:
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.client = httpx.AsyncClient(timeout=timeout_s)
+
+    async def expand(self, query: str) -> LlmExpansion:
+        body = {
+            "model": self.model,
+            "temperature": 0,
+            "max_tokens": 400,
+            "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": query}],
+        }
+        async for attempt in AsyncRetrying(
+            stop=stop_after_attempt(2), wait=wait_exponential(multiplier=0.2, max=1),
+            retry=retry_if_exception_type(httpx.TransportError), reraise=True,
+        ):
+            with attempt:
+                response = await self.client.post(self.url, json=body)
+        if response.status_code != 200:
+            raise LlmError(f"LLM endpoint answered HTTP {response.status_code}")
+        try:
+            content = response.json()["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, ValueError) as err:
+            raise LlmError("LLM endpoint answer is not a chat completion") from err
+        return parse_expansion(content)
+
+    async def close(self) -> None:
+        await self.client.aclose()

@@ -1,0 +1,59 @@
+"""Expansion without an LLM: pseudo-relevance feedback over the top BM25 hits (RM3-style).
+
+Terms are weighted by sum over feedback documents of P(term|doc) x normalised document score;
+query terms and stopwords are excluded. The lexical variant is the query plus the best terms (as
+their most frequent surface form, so the BM25 analyzer stems them again to the same stem); the
+semantic variant is the query stripped of question framing plus the three best terms.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+
+from hybridsearch.bm25.analyzer import LUCENE_ENGLISH_STOPWORDS, EnglishAnalyzer
+
+WORD = re.compile(r"[A-Za-z][A-Za-z-]{2,}")
+QUESTION_FRAME = re.compile(
+    r"^\s*(what|which|who|whom|whose|when|where|why|how)\b(\s+(is|are|was|were|do|does|did|can|could|should|to|much|many))*\s+",
+    re.IGNORECASE,
+)
+EXTRA_STOP = frozenset(
+    "also been from have has had which were more than other after before between about while into "
+    "over under these those whose there where when what only such both each very most some".split()
+)
+
+
+def feedback_terms(query: str, docs: list[tuple[str, float]], analyzer: EnglishAnalyzer, n_terms: int) -> list[str]:
+    """Best expansion words (surface forms) from (text, bm25 score) feedback documents."""
+    if not docs or n_terms <= 0:
+        return []
+    query_stems = set(analyzer.analyze(query))
+    top = max(score for _, score in docs) or 1.0
+    weights: dict[str, float] = defaultdict(float)
+    surface: dict[str, Counter] = defaultdict(Counter)
+    for text, score in docs:
+        words = [w.lower() for w in WORD.findall(text)]
+        words = [w for w in words if w not in LUCENE_ENGLISH_STOPWORDS and w not in EXTRA_STOP]
+        if not words:
+            continue
+        stems = [analyzer.analyze(w) for w in words]
+        counts: Counter = Counter()
+        for w, s in zip(words, stems):
+            if s and s[0] not in query_stems:
+                counts[s[0]] += 1
+                surface[s[0]][w] += 1
+        for stem, c in counts.items():
+            weights[stem] += (c / len(words)) * (score / top)
+    best = sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[:n_terms]
+    return [surface[stem].most_common(1)[0][0] for stem, _ in best]
+
+
+def prf_variants(query: str, terms: list[str]) -> tuple[list[str], list[str]]:
+    """(lexical variants, semantic variants) built from feedback terms."""
+    if not terms:
+        return [], []
+    lexical = [f"{query} {' '.join(terms)}"]
+    core = QUESTION_FRAME.sub("", query).rstrip("?").strip() or query
+    semantic = [f"{core} {' '.join(terms[:3])}"]
+    return lexical, semantic

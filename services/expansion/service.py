@@ -1,0 +1,147 @@
+"""ExpansionService: skip on strong signals, else LLM (THOROUGH, when configured) or PRF, cached.
+
+The PRF path and the dominant-top-hit check both need the query's best BM25 hits, so the service
+probes the BM25 service itself; the gateway can then call expansion concurrently with both legs.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import grpc
+
+from hybridsearch.bm25.analyzer import EnglishAnalyzer
+from hybridsearch.common.config import ExpansionSettings, Settings, get_settings
+from hybridsearch.common.server import insecure_channel, serve
+from hybridsearch.common.telemetry import tracer
+from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection, check_filters
+from hybridsearch.expansion.cache import ExpansionCache
+from hybridsearch.expansion.llm import PROMPT_VERSION, LlmExpander
+from hybridsearch.expansion.prf import feedback_terms, prf_variants
+from hybridsearch.expansion.signals import dominant_top_hit, strong_signal
+from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, expansion_pb2, expansion_pb2_grpc
+
+log = logging.getLogger(__name__)
+MAX_QUERY_CHARS = 8192
+PROBE_HITS = 10
+
+
+class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
+    def __init__(self, settings: Settings) -> None:
+        self.cfg: ExpansionSettings = settings.expansion
+        self.analyzer = EnglishAnalyzer(settings.bm25.stemmer, settings.bm25.stopwords)
+        self.cache = ExpansionCache(self.cfg.redis_url, self.cfg.cache_ttl_s)
+        self.llm = LlmExpander(self.cfg.llm_url, self.cfg.llm_model, self.cfg.llm_timeout_s) if self.cfg.llm_url else None
+        self.bm25 = bm25_pb2_grpc.Bm25ServiceStub(insecure_channel(settings.endpoints.addr("bm25")))
+        self.tracer = tracer(__name__)
+
+    def _generator(self, effort: int) -> str:
+        if self.llm is not None and effort == common_pb2.EFFORT_THOROUGH:
+            return f"llm:{self.cfg.llm_model}"
+        return "prf"
+
+    async def Expand(self, request, context):
+        try:
+            if not request.query.strip():
+                raise InvalidArgument("query is empty")
+            if len(request.query) > MAX_QUERY_CHARS:
+                raise InvalidArgument(f"query is longer than {MAX_QUERY_CHARS} characters")
+            collection = check_collection(request.collection)
+            filters = check_filters(request.filters)
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+
+        if request.effort == common_pb2.EFFORT_FAST:
+            return expansion_pb2.ExpandResponse(skipped=True, skip_reason="fast effort", generator="none",
+                                                cache_available=self.cache.available)
+        reason = strong_signal(request.query)
+        if reason:
+            return expansion_pb2.ExpandResponse(skipped=True, skip_reason=reason, generator="none",
+                                                cache_available=self.cache.available)
+
+        generator = self._generator(request.effort)
+        key = self.cache.key(
+            request.query, collection, generator, self.cfg.prompt_version, PROMPT_VERSION,
+            f"prf={self.cfg.prf_docs}/{self.cfg.prf_terms}", filters_key(filters),
+        )
+        with self.tracer.start_as_current_span("expansion.cache_get") as span:
+            cached = await self.cache.get(key)
+            span.set_attribute("cache.hit", cached is not None)
+        if cached is not None:
+            response = expansion_pb2.ExpandResponse(**cached)
+            response.cache_hit = True
+            response.cache_available = True
+            return response
+
+        response = await self._expand(request.query, collection, filters, generator, context)
+        if response.generator != "none" or response.skipped:
+            await self.cache.put(key, _to_dict(response))
+        response.cache_available = self.cache.available
+        return response
+
+    async def _expand(self, query, collection, filters, generator, context) -> expansion_pb2.ExpandResponse:
+        probe = await self.bm25.Search(
+            common_pb2.LegSearchRequest(
+                collection=collection, limit=PROBE_HITS, filters=filters,
+                queries=[common_pb2.LegQuery(text=query, kind=common_pb2.QUERY_KIND_ORIGINAL)],
+            ),
+            timeout=_remaining(context),
+        )
+        hits = list(probe.lists[0].hits) if probe.lists else []
+        if dominant_top_hit([h.score for h in hits], self.cfg.dominant_ratio, self.cfg.dominant_min_score):
+            return expansion_pb2.ExpandResponse(skipped=True, skip_reason="dominant BM25 top hit", generator="none")
+
+        if generator.startswith("llm:"):
+            try:
+                with self.tracer.start_as_current_span("expansion.llm"):
+                    out = await self.llm.expand(query)
+                return expansion_pb2.ExpandResponse(
+                    lexical_variants=out.lexical, semantic_variants=out.semantic, hyde=out.hyde, generator=generator
+                )
+            except Exception as err:  # any LLM failure (timeout, HTTP, bad JSON) degrades to PRF
+                log.warning("LLM expansion failed, using PRF: %s", err)
+                generator = f"prf (llm failed: {type(err).__name__})"
+
+        terms = feedback_terms(query, [(h.title + " " + h.text, h.score) for h in hits[: self.cfg.prf_docs]],
+                               self.analyzer, self.cfg.prf_terms)
+        lexical, semantic = prf_variants(query, terms)
+        if not lexical:
+            return expansion_pb2.ExpandResponse(skipped=True, skip_reason="no feedback documents", generator="none")
+        return expansion_pb2.ExpandResponse(lexical_variants=lexical, semantic_variants=semantic, generator=generator)
+
+    async def close(self) -> None:
+        await self.cache.close()
+        if self.llm is not None:
+            await self.llm.close()
+
+
+def filters_key(filters) -> str:
+    return "|".join(sorted(f.SerializeToString(deterministic=True).hex() for f in filters))
+
+
+def _to_dict(response: expansion_pb2.ExpandResponse) -> dict:
+    return {
+        "lexical_variants": list(response.lexical_variants), "semantic_variants": list(response.semantic_variants),
+        "hyde": response.hyde, "skipped": response.skipped, "skip_reason": response.skip_reason,
+        "generator": response.generator,
+    }
+
+
+def _remaining(context) -> float | None:
+    remaining = context.time_remaining()
+    return max(0.05, remaining) if remaining is not None else 5.0
+
+
+async def main() -> None:
+    settings = get_settings()
+    servicer = ExpansionServicer(settings)
+    if await servicer.cache.ping():
+        log.info("expansion cache: Redis at %s", settings.expansion.redis_url)
+    else:
+        log.warning("expansion cache: NO Redis at %s — running uncached", settings.expansion.redis_url)
+
+    async def register(server: grpc.aio.Server) -> list[str]:
+        expansion_pb2_grpc.add_ExpansionServiceServicer_to_server(servicer, server)
+        return [expansion_pb2.DESCRIPTOR.services_by_name["ExpansionService"].full_name]
+
+    await serve("expansion", settings.endpoints.expansion_port, register, on_stop=servicer.close)

@@ -1,0 +1,157 @@
+"""Rank fusion, usable on its own (no gRPC): weighted RRF, min-max linear combination, DBSF.
+
+Input: ranked lists of (doc_id, chunk_id, score), each tagged with the leg (bm25/vector) and the
+query kind (original, variant, HyDE, feedback) that produced it. Chunks are first collapsed to the
+best chunk per document in every list, so a long document does not vote several times.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class FusionMethod(str, Enum):
+    RRF = "rrf"
+    LINEAR = "linear"
+    DBSF = "dbsf"
+
+
+class QueryKind(str, Enum):
+    ORIGINAL = "original"
+    LEXICAL_VARIANT = "lexical"
+    SEMANTIC_VARIANT = "semantic"
+    HYDE = "hyde"
+    FEEDBACK = "feedback"
+
+
+@dataclass(frozen=True)
+class Item:
+    doc_id: str
+    chunk_id: str = ""
+    score: float = 0.0
+
+
+@dataclass
+class Ranking:
+    leg: str  # "bm25" | "vector"
+    items: list[Item]
+    kind: QueryKind = QueryKind.ORIGINAL
+    weight: float | None = None  # None: the configured weight of `kind`
+
+
+@dataclass
+class FusionParams:
+    method: FusionMethod = FusionMethod.RRF
+    rrf_k: float = 60.0
+    variant_weight: float = 0.5
+    hyde_weight: float = 0.7
+    feedback_weight: float = 0.5
+    top_rank_bonus: float = 0.1
+    top_rank_window: int = 5
+    bm25_weight: float = 0.4
+    vector_weight: float = 0.6
+
+    def kind_weight(self, kind: QueryKind) -> float:
+        return {
+            QueryKind.ORIGINAL: 1.0,
+            QueryKind.LEXICAL_VARIANT: self.variant_weight,
+            QueryKind.SEMANTIC_VARIANT: self.variant_weight,
+            QueryKind.HYDE: self.hyde_weight,
+            QueryKind.FEEDBACK: self.feedback_weight,
+        }[kind]
+
+    def leg_weight(self, leg: str) -> float:
+        return self.bm25_weight if leg == "bm25" else self.vector_weight
+
+
+@dataclass
+class Evidence:
+    leg: str
+    kind: QueryKind
+    rank: int  # 1-based, among documents of that list
+    score: float
+
+
+@dataclass
+class Fused:
+    doc_id: str
+    chunk_id: str
+    score: float
+    normalized: float = 0.0
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+def best_chunk_per_document(items: list[Item]) -> list[Item]:
+    """Keeps each document's first (best) chunk; order is preserved."""
+    seen: set[str] = set()
+    out = []
+    for it in items:
+        if it.doc_id not in seen:
+            seen.add(it.doc_id)
+            out.append(it)
+    return out
+
+
+def _minmax(scores: list[float]) -> list[float]:
+    lo, hi = min(scores), max(scores)
+    if hi - lo < 1e-12:
+        return [1.0] * len(scores)
+    return [(s - lo) / (hi - lo) for s in scores]
+
+
+def _dbsf(scores: list[float]) -> list[float]:
+    """Distribution-based score fusion: scale by mean +- 3 standard deviations, clip to [0, 1]."""
+    n = len(scores)
+    mean = sum(scores) / n
+    std = math.sqrt(sum((s - mean) ** 2 for s in scores) / n)
+    if std < 1e-12:
+        return [1.0] * n
+    lo, hi = mean - 3 * std, mean + 3 * std
+    return [min(1.0, max(0.0, (s - lo) / (hi - lo))) for s in scores]
+
+
+def fuse(rankings: list[Ranking], params: FusionParams | None = None, limit: int | None = None) -> list[Fused]:
+    """Fuses rankings into one list of documents, best first, normalized scores in [0, 1]."""
+    params = params or FusionParams()
+    fused: dict[str, Fused] = {}
+    best_contribution: dict[str, float] = {}
+    top_original: dict[str, set[str]] = {"bm25": set(), "vector": set()}
+
+    for ranking in rankings:
+        items = best_chunk_per_document(ranking.items)
+        if not items:
+            continue
+        weight = ranking.weight if ranking.weight is not None else params.kind_weight(ranking.kind)
+        if params.method is FusionMethod.RRF:
+            contributions = [weight / (params.rrf_k + r) for r in range(1, len(items) + 1)]
+        else:
+            norm = _minmax if params.method is FusionMethod.LINEAR else _dbsf
+            leg_w = params.leg_weight(ranking.leg)
+            contributions = [weight * leg_w * s for s in norm([it.score for it in items])]
+        if ranking.kind is QueryKind.ORIGINAL and ranking.leg in top_original:
+            top_original[ranking.leg].update(it.doc_id for it in items[: params.top_rank_window])
+        for rank, (it, contribution) in enumerate(zip(items, contributions), start=1):
+            entry = fused.get(it.doc_id)
+            if entry is None:
+                entry = fused[it.doc_id] = Fused(it.doc_id, it.chunk_id, 0.0)
+            entry.score += contribution
+            entry.evidence.append(Evidence(ranking.leg, ranking.kind, rank, it.score))
+            if contribution > best_contribution.get(it.doc_id, -1.0):
+                best_contribution[it.doc_id] = contribution
+                entry.chunk_id = it.chunk_id
+
+    if params.method is FusionMethod.RRF and params.top_rank_bonus:
+        for doc_id in top_original["bm25"] & top_original["vector"]:
+            fused[doc_id].score += params.top_rank_bonus
+
+    ordered = sorted(
+        fused.values(), key=lambda f: (-f.score, min(e.rank for e in f.evidence), f.doc_id)
+    )
+    if limit is not None:
+        ordered = ordered[:limit]
+    top = ordered[0].score if ordered else 0.0
+    for f in ordered:
+        f.normalized = f.score / top if top > 0 else 0.0
+    return ordered

@@ -1,0 +1,1 @@
+"""The cross-encoder reranker: a Triton model repository, its launcher, a client and score blending."""

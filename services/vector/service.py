@@ -1,0 +1,122 @@
+"""VectorService: embeds queries and chunks, searches Qdrant, optional Rocchio feedback."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import numpy as np
+
+from hybridsearch.common.chunking import indexed_text
+from hybridsearch.common.config import Settings, get_settings
+from hybridsearch.common.server import serve
+from hybridsearch.common.store_servicer import StoreServicerMixin
+from hybridsearch.common.stores import UpsertResult
+from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection, check_filters
+from hybridsearch.v1 import common_pb2, vector_pb2, vector_pb2_grpc
+from hybridsearch.vector.embedder import OnnxEmbedder
+from hybridsearch.vector.store import QdrantStore
+
+MAX_QUERIES = 32
+MAX_LIMIT = 1000
+
+
+class VectorEngine:
+    """Embedder + store; what StoreServicerMixin and Search call."""
+
+    def __init__(self, settings: Settings) -> None:
+        cfg = settings.vector
+        self.embedder = OnnxEmbedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size)
+        if cfg.engine == "embedded":
+            self.store = QdrantStore(path=settings.data_dir / "qdrant", dim=self.embedder.dim)
+        elif cfg.engine == "qdrant":
+            self.store = QdrantStore(url=cfg.qdrant_url, dim=self.embedder.dim)
+        else:
+            raise ValueError(f"unknown vector engine {cfg.engine!r} (embedded | qdrant)")
+        self.feedback_weight = cfg.feedback_weight
+        self.name = f"{self.store.name}+{self.embedder.name}"
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.embedder.embed, texts)
+
+    async def upsert(self, collection: str, chunks: list[common_pb2.Chunk]) -> UpsertResult:
+        changed, unchanged = await self.store.changed_documents(collection, chunks)
+        todo = [c for c in chunks if c.doc_id in set(changed)]
+        result = UpsertResult(documents_unchanged=unchanged)
+        if todo:
+            vectors = await self.embed([indexed_text(c.title, c.heading, c.text) for c in todo])
+            written = await self.store.write(collection, todo, vectors)
+            result.documents_written, result.chunks_written = written.documents_written, written.chunks_written
+        return result
+
+    async def delete(self, collection, doc_ids):
+        return await self.store.delete(collection, doc_ids)
+
+    async def stats(self, collection):
+        stats = await self.store.stats(collection)
+        stats.details["embedder"] = self.embedder.name
+        return stats
+
+    async def content_hashes(self, collection, doc_ids):
+        return await self.store.content_hashes(collection, doc_ids)
+
+    async def search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int, filters,
+                     feedback_docs: int = 0) -> list[common_pb2.RankedList]:
+        vectors = await self.embed([q.text for q in queries])
+        results = await self.store.search(collection, vectors, limit, filters, with_vectors=feedback_docs > 0)
+        lists = [self._ranked(q.kind, q.text, points) for q, points in zip(queries, results)]
+        if feedback_docs > 0 and results and results[0]:
+            # Rocchio: move the original query toward the centroid of its top hits.
+            top = np.array([p.vector for p in results[0][:feedback_docs]], dtype=np.float32)
+            fb = vectors[0] + self.feedback_weight * top.mean(axis=0)
+            fb /= np.linalg.norm(fb) or 1.0
+            (fb_points,) = await self.store.search(collection, fb[None, :], limit, filters)
+            lists.append(self._ranked(common_pb2.QUERY_KIND_FEEDBACK, f"rocchio({feedback_docs})", fb_points))
+        return lists
+
+    @staticmethod
+    def _ranked(kind, text, points) -> common_pb2.RankedList:
+        return common_pb2.RankedList(
+            leg=common_pb2.LEG_VECTOR, kind=kind, query=text,
+            hits=[
+                common_pb2.LegHit(
+                    chunk_id=p.payload["chunk_id"], doc_id=p.payload["doc_id"], score=float(p.score),
+                    rank=r + 1, title=p.payload.get("title", ""), text=p.payload.get("text", ""),
+                )
+                for r, p in enumerate(points)
+            ],
+        )
+
+    async def close(self):
+        await self.store.close()
+
+
+class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
+    def __init__(self, engine: VectorEngine) -> None:
+        self.engine = engine
+
+    async def Search(self, request, context):
+        try:
+            collection = check_collection(request.collection)
+            filters = check_filters(request.filters)
+            if not 0 < len(request.queries) <= MAX_QUERIES:
+                raise InvalidArgument(f"send 1-{MAX_QUERIES} queries, got {len(request.queries)}")
+            if not 0 < request.limit <= MAX_LIMIT:
+                raise InvalidArgument(f"limit must be 1-{MAX_LIMIT}, got {request.limit}")
+            if not 0 <= request.feedback_docs <= 50:
+                raise InvalidArgument("feedback_docs must be 0-50")
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        lists = await self.engine.search(collection, list(request.queries), request.limit, filters, request.feedback_docs)
+        return common_pb2.LegSearchResponse(engine=self.engine.name, lists=lists)
+
+
+async def main() -> None:
+    settings = get_settings()
+    engine = VectorEngine(settings)
+
+    async def register(server: grpc.aio.Server) -> list[str]:
+        vector_pb2_grpc.add_VectorServiceServicer_to_server(VectorServicer(engine), server)
+        return [vector_pb2.DESCRIPTOR.services_by_name["VectorService"].full_name]
+
+    await serve("vector", settings.endpoints.vector_port, register, on_stop=engine.close)
