@@ -92,6 +92,7 @@ class RerankSettings(BaseModel):
     model_name: str = "reranker"
     # Candidate pools: CPU Triton reranks 20 in BALANCED; with a GPU, 64 (standard) / 256 (deep).
     pool_cpu: int = 20
+    pool_cpu_deep: int = 40
     pool_gpu_standard: int = 64
     pool_gpu_deep: int = 256
     min_candidates: int = 5
@@ -113,6 +114,9 @@ class Settings(BaseSettings):
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     # One deadline for the whole query path; legs get what is left of it.
     search_deadline_s: float = 10.0
+    # Candidates each leg returns per query, and how many fused documents are kept.
+    leg_depth: int = 100
+    fusion_depth: int = 1000
     # Chunking: documents longer than this many words are split (markdown-aware).
     chunk_words: int = 400
     chunk_overlap_words: int = 40

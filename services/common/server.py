@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Iterable
@@ -80,8 +81,30 @@ async def serve(
         await on_stop()
 
 
+# gRPC's own retry policy: every internal RPC is idempotent (searches, content-hash upserts,
+# deletes), so a call that found a peer briefly UNAVAILABLE is retried with backoff.
+RETRY_SERVICE_CONFIG = json.dumps(
+    {
+        "methodConfig": [
+            {
+                "name": [{}],
+                "retryPolicy": {
+                    "maxAttempts": 3,
+                    "initialBackoff": "0.05s",
+                    "maxBackoff": "0.5s",
+                    "backoffMultiplier": 2,
+                    "retryableStatusCodes": ["UNAVAILABLE"],
+                },
+            }
+        ]
+    }
+)
+
+
 def insecure_channel(address: str) -> grpc.aio.Channel:
-    """A client channel with OTel context propagation and large messages allowed."""
+    """A client channel with retries, OTel context propagation and large messages allowed."""
     return grpc.aio.insecure_channel(
-        address, options=CHANNEL_OPTIONS, interceptors=grpc_client_interceptors()
+        address,
+        options=[*CHANNEL_OPTIONS, ("grpc.service_config", RETRY_SERVICE_CONFIG), ("grpc.enable_retries", 1)],
+        interceptors=grpc_client_interceptors(),
     )

@@ -1,0 +1,99 @@
+"""`hybridsearch bench`: index a BEIR-layout folder once, run every judged query through the gateway
+in each mode, and score the runs with ranx (trec_eval definitions: graded gains for nDCG)."""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ranx import Qrels, Run, evaluate
+
+from hybridsearch.client import GatewayClient
+from hybridsearch.corpus import beir_corpus_file, read_documents, read_qrels, read_queries
+from hybridsearch.v1 import common_pb2, search_pb2
+
+METRICS = ("ndcg@10", "recall@100", "mrr@10")
+DEPTH = 100
+
+
+@dataclass(frozen=True)
+class BenchMode:
+    """How a bench mode fills a SearchRequest; `default` leaves everything as `hybridsearch query` does."""
+
+    mode: int = common_pb2.RETRIEVAL_MODE_UNSPECIFIED
+    effort: int = common_pb2.EFFORT_UNSPECIFIED
+    rerank: bool | None = None
+
+    def request(self, query: str, collection: str) -> search_pb2.SearchRequest:
+        req = search_pb2.SearchRequest(query=query, collection=collection, top_k=DEPTH, mode=self.mode, effort=self.effort)
+        if self.rerank is not None:
+            req.rerank = self.rerank
+        return req
+
+
+BENCH_MODES: dict[str, BenchMode] = {
+    "bm25": BenchMode(common_pb2.RETRIEVAL_MODE_BM25, common_pb2.EFFORT_FAST),
+    "vector": BenchMode(common_pb2.RETRIEVAL_MODE_VECTOR, common_pb2.EFFORT_FAST),
+    "hybrid": BenchMode(common_pb2.RETRIEVAL_MODE_HYBRID, common_pb2.EFFORT_FAST),
+    "expansion": BenchMode(common_pb2.RETRIEVAL_MODE_HYBRID, common_pb2.EFFORT_BALANCED, rerank=False),
+    "rerank": BenchMode(common_pb2.RETRIEVAL_MODE_HYBRID, common_pb2.EFFORT_FAST, rerank=True),
+    "default": BenchMode(),
+}
+
+
+def collection_name(folder: Path) -> str:
+    return "bench-" + re.sub(r"[^a-z0-9_-]+", "-", folder.resolve().name.lower())[:50]
+
+
+def ensure_indexed(client: GatewayClient, folder: Path, collection: str, progress=None) -> int:
+    """Indexes the corpus unless both stores already hold exactly its documents."""
+    corpus = beir_corpus_file(folder)
+    if corpus is None:
+        raise FileNotFoundError(f"{folder} has no corpus.jsonl or corpus.jsonl.gz")
+    documents, count = read_documents(corpus)
+    stats = client.stats(collection)
+    if stats.stores and all(s.documents == count for s in stats.stores):
+        return 0
+    client.index(collection, documents, on_batch=(lambda part: progress(part.documents_received)) if progress else None)
+    return count or 0
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def run_mode(client: GatewayClient, bench_mode: BenchMode, queries: dict[str, str], qrels, collection: str,
+             ignore_identical: bool, progress=None) -> dict:
+    run: dict[str, dict[str, float]] = {}
+    latencies = []
+    for qid, text in queries.items():
+        start = time.perf_counter()
+        response = client.search(bench_mode.request(text, collection))
+        latencies.append((time.perf_counter() - start) * 1000)
+        hits = {h.doc_id: float(h.score) for h in response.hits if not (ignore_identical and h.doc_id == qid)}
+        # ranx needs strictly ordered scores to keep the service's order: use rank-derived scores.
+        ordered = [d for d in (h.doc_id for h in response.hits) if d in hits]
+        run[qid] = {d: float(len(ordered) - i) for i, d in enumerate(ordered)} or {"__no_hit__": 0.0}
+        if progress:
+            progress()
+    scores = evaluate(Qrels(qrels), Run(run), list(METRICS))
+    out = {m: round(float(scores[m]), 4) for m in METRICS}
+    out["p50_ms"] = round(statistics.median(latencies), 1)
+    out["p95_ms"] = round(percentile(latencies, 0.95), 1)
+    out["queries"] = len(queries)
+    return out
+
+
+def load_judged_queries(folder: Path) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    qrels = read_qrels(folder)
+    queries = {q: t for q, t in read_queries(folder).items() if q in qrels}  # unjudged queries are skipped
+    qrels = {q: r for q, r in qrels.items() if q in queries}
+    return queries, qrels

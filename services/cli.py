@@ -1,0 +1,266 @@
+"""The `hybridsearch` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from google.protobuf.json_format import MessageToDict
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from hybridsearch.common.config import get_settings
+
+app = typer.Typer(help="hybridsearch: hybrid search microservices (BM25 + vector + expansion, fusion, Triton reranker)",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+console = Console(stderr=True)
+SERVICE_MAINS = {
+    "gateway": "hybridsearch.gateway.service",
+    "bm25": "hybridsearch.bm25.service",
+    "vector": "hybridsearch.vector.service",
+    "expansion": "hybridsearch.expansion.service",
+    "fusion": "hybridsearch.fusion.service",
+}
+SAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "samples" / "corpus"
+SAMPLE_QUERY = "how are variant queries weighted when results are fused?"
+
+
+def _gateway():
+    from hybridsearch.client import GatewayClient
+
+    return GatewayClient(get_settings().endpoints.addr("gateway"))
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console)
+
+
+@app.command()
+def serve(service: Annotated[str, typer.Argument(help="gateway, bm25, vector, expansion, fusion, or all")] = "all"):
+    """Run one service in this process, or the whole stack (Redis, Triton, every service) as child processes."""
+    from hybridsearch.common.server import configure_logging
+
+    configure_logging()
+    if service == "all":
+        from hybridsearch.launcher import Stack
+
+        with Stack(get_settings()) as stack:
+            for note in stack.notes:
+                console.print(f"  {note}")
+            console.print("[green]stack is up[/] — Ctrl-C stops it")
+            _wait_forever()
+        return
+    if service not in SERVICE_MAINS:
+        raise typer.BadParameter(f"unknown service {service!r}: choose from {', '.join(SERVICE_MAINS)} or all")
+    import importlib
+
+    asyncio.run(importlib.import_module(SERVICE_MAINS[service]).main())
+
+
+def _wait_forever() -> None:
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        console.print("stopping…")
+
+
+@app.command()
+def index(
+    path: Annotated[Path, typer.Argument(exists=True, help="folder of .md/.txt files, or a BEIR corpus.jsonl[.gz] (or its folder)")],
+    collection: Annotated[str, typer.Option("--collection", "-c")] = "default",
+    batch_size: int = 64,
+):
+    """Index documents through the gateway (chunk, embed, write to both stores)."""
+    documents, count = _read(path)
+    client = _gateway()
+    with _progress() as progress:
+        task = progress.add_task(f"indexing into {collection}", total=count)
+        total = client.index(collection, documents, batch_size, on_batch=lambda part: progress.advance(task, part.documents_received))
+    console.print(f"{total.documents_received} documents: {total.documents_written} written, "
+                  f"{total.documents_unchanged} unchanged, {total.chunks_written} chunks")
+
+
+def _read(path: Path):
+    from hybridsearch.corpus import read_documents
+
+    return read_documents(path)
+
+
+@app.command()
+def query(
+    text: Annotated[str, typer.Argument()],
+    collection: Annotated[str, typer.Option("--collection", "-c")] = "default",
+    mode: Annotated[Optional[str], typer.Option(help="bm25 | vector | hybrid (default hybrid)")] = None,
+    effort: Annotated[Optional[str], typer.Option(help="fast | balanced | thorough (default balanced)")] = None,
+    n: Annotated[int, typer.Option("-n", help="number of results")] = 10,
+    explain: bool = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+):
+    """Search a collection through the gateway."""
+    from hybridsearch.client import EFFORTS, MODES
+    from hybridsearch.v1 import search_pb2
+
+    request = search_pb2.SearchRequest(query=text, collection=collection, top_k=n, explain=explain)
+    if mode:
+        request.mode = MODES[mode.lower()]
+    if effort:
+        request.effort = EFFORTS[effort.lower()]
+    import grpc
+
+    try:
+        response = _gateway().search(request)
+    except grpc.RpcError as err:
+        console.print(f"[red]{err.code().name}[/]: {err.details()}")
+        raise typer.Exit(2) from None
+    if as_json:
+        print(json.dumps(MessageToDict(response, preserving_proto_field_name=True), indent=2))
+    else:
+        print_response(text, response)
+
+
+def print_response(text: str, response) -> None:
+    from hybridsearch.v1 import common_pb2, search_pb2
+
+    out = Console(soft_wrap=True)
+    out.print(f"[bold]{text}[/]  ({response.took_ms:.0f} ms, {response.total_candidates} candidates"
+              f"{', DEGRADED' if response.degraded else ''})")
+    for leg in response.legs:
+        out.print(f"  {leg.name:<10} {search_pb2.LegState.Name(leg.state).removeprefix('LEG_STATE_'):<8} {leg.reason}")
+    for notice in response.notices:
+        out.print(f"  [yellow]notice[/]: {notice}")
+    for i, hit in enumerate(response.hits, 1):
+        legs = ", ".join(f"{common_pb2.Leg.Name(l.leg).removeprefix('LEG_').lower()}/"
+                         f"{common_pb2.QueryKind.Name(l.kind).removeprefix('QUERY_KIND_').lower()}#{l.rank}" for l in hit.legs[:4])
+        out.print(f"{i:>2}. [bold]{hit.score:.3f}[/] {hit.doc_id}  [cyan]{hit.title}[/]"
+                  f"  (fusion {hit.fusion_score:.3f}{f', rerank {hit.rerank_score:.3f}' if hit.reranked else ''}; {legs})")
+        out.print(f"    {hit.snippet[:200]}")
+    if response.HasField("explain"):
+        e = response.explain
+        out.print("[bold]explain[/]")
+        out.print(f"  expansion ({e.expansion_generator}{', cached' if e.expansion_cache_hit else ''}): "
+                  f"lexical={list(e.lexical_variants)} semantic={list(e.semantic_variants)} hyde={e.hyde[:80]!r}")
+        for rl in e.leg_lists:
+            out.print(f"  list {common_pb2.Leg.Name(rl.leg)} {common_pb2.QueryKind.Name(rl.kind)} w={rl.weight:.2f}: "
+                      f"{[h.doc_id for h in rl.hits[:5]]}")
+        out.print(f"  fusion order: {list(e.fusion_order[:10])}")
+        if e.rerank_scores:
+            out.print(f"  rerank scores: { {k: round(v, 3) for k, v in list(e.rerank_scores.items())[:10]} }")
+        out.print("  timings: " + ", ".join(f"{t.stage} {t.ms:.1f} ms" for t in e.timings))
+
+
+@app.command()
+def doctor():
+    """What is up: every service, its engine and models, Redis, Triton."""
+    from hybridsearch.doctor import run_doctor
+
+    raise typer.Exit(run_doctor(Console()))
+
+
+@app.command()
+def bench(
+    folder: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="BEIR-layout folder")],
+    modes: Annotated[str, typer.Option(help="comma list of bm25,vector,hybrid,expansion,rerank,default")] = "bm25,vector,hybrid,default",
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    ignore_identical: Annotated[Optional[bool], typer.Option("--ignore-identical/--keep-identical",
+                                help="drop a hit whose id equals the query id (default: on for arguana)")] = None,
+    start: Annotated[Optional[bool], typer.Option("--start/--no-start", help="start a stack when none is running")] = None,
+    limit: Annotated[int, typer.Option(help="only the first N judged queries (0 = all)")] = 0,
+):
+    """Bench nDCG@10, Recall@100, MRR@10 and latency per mode on a BEIR-layout folder."""
+    from hybridsearch.bench import BENCH_MODES, collection_name, ensure_indexed, load_judged_queries, run_mode
+    from hybridsearch.launcher import Stack, grpc_healthy
+
+    wanted = [m.strip() for m in modes.split(",") if m.strip()]
+    unknown = [m for m in wanted if m not in BENCH_MODES]
+    if unknown:
+        raise typer.BadParameter(f"unknown modes {unknown}: choose from {', '.join(BENCH_MODES)}")
+    ignore = ignore_identical if ignore_identical is not None else folder.resolve().name.lower() == "arguana"
+    settings = get_settings()
+    stack = None
+    if not grpc_healthy(settings.endpoints.addr("gateway")):
+        if start is False:
+            console.print("[red]no gateway running[/] (hybridsearch serve all)")
+            raise typer.Exit(2)
+        console.print("starting a stack for this bench…")
+        stack = Stack(settings).start()
+    try:
+        client = _gateway()
+        collection = collection_name(folder)
+        queries, qrels = load_judged_queries(folder)
+        if limit:
+            queries = dict(list(queries.items())[:limit])
+            qrels = {q: qrels[q] for q in queries}
+        with _progress() as progress:
+            task = progress.add_task(f"indexing {folder.name}", total=None)
+            ensure_indexed(client, folder, collection, progress=lambda n: progress.advance(task, n))
+            results = {}
+            for mode in wanted:
+                t = progress.add_task(f"{mode:>9}", total=len(queries))
+                results[mode] = run_mode(client, BENCH_MODES[mode], queries, qrels, collection, ignore,
+                                         progress=lambda t=t: progress.advance(t))
+    finally:
+        if stack is not None:
+            stack.stop()
+    report = {"dataset": folder.resolve().name, "ignore_identical_ids": ignore, "modes": results}
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    table = Table(title=f"{folder.resolve().name} ({len(queries)} judged queries)")
+    for col in ("mode", "nDCG@10", "Recall@100", "MRR@10", "p50 ms", "p95 ms"):
+        table.add_column(col, justify="right")
+    for mode, r in results.items():
+        table.add_row(mode, f"{r['ndcg@10']:.4f}", f"{r['recall@100']:.4f}", f"{r['mrr@10']:.4f}", f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}")
+    Console().print(table)
+
+
+@app.command("export-models")
+def export_models(force: bool = False):
+    """Export the fp32 embedder and the reranker to ONNX under data_dir/models (needs the [export] extra)."""
+    from hybridsearch.common.models import minilm_dir, models_dir
+    from hybridsearch.common.onnx_export import export_cross_encoder, export_encoder
+
+    out = models_dir()
+    if force or not (out / "minilm-fp32" / "manifest.json").exists():
+        console.print("exporting all-MiniLM-L6-v2 encoder (fp32 ONNX)…")
+        export_encoder(minilm_dir(), out / "minilm-fp32")
+    if force or not (out / "reranker" / "manifest.json").exists():
+        console.print("exporting the reranker placeholder: MiniLM weights + fresh classification head (UNTRAINED)…")
+        export_cross_encoder(minilm_dir(), out / "reranker", fresh_head_seed=0,
+                             card={"name": "minilm-l6-untrained-head", "note": "fresh classification head; not for ranking"})
+    console.print(f"models in {out}")
+
+
+@app.command("run-demo")
+def run_demo():
+    """What `make run` does: start the stack, index the sample corpus, answer a sample query, keep serving."""
+    from hybridsearch.common.server import configure_logging
+    from hybridsearch.launcher import Stack
+    from hybridsearch.v1 import search_pb2
+
+    configure_logging()
+    with Stack(get_settings()) as stack:
+        for note in stack.notes:
+            console.print(f"  {note}")
+        documents, count = _read(SAMPLE_CORPUS)
+        total = _gateway().index("default", documents)
+        console.print(f"indexed {SAMPLE_CORPUS}: {total.documents_written} written, {total.documents_unchanged} unchanged")
+        response = _gateway().search(search_pb2.SearchRequest(query=SAMPLE_QUERY, explain=True, top_k=5))
+        print_response(SAMPLE_QUERY, response)
+        ep = get_settings().endpoints
+        console.print(f"\n[green]serving[/]: gateway {ep.addr('gateway')} — try\n"
+                      f"  .venv/bin/hybridsearch query 'reciprocal rank fusion' --explain\n"
+                      f"  grpcurl -plaintext -d '{{\"query\": \"reranking\"}}' {ep.addr('gateway')} hybridsearch.v1.SearchService/Search\n"
+                      "Ctrl-C stops everything.")
+        sys.stdout.flush()
+        _wait_forever()
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,87 @@
+"""`hybridsearch doctor`: what is up, which engines and models, Redis, Triton."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+
+import grpc
+from rich.console import Console
+from rich.table import Table
+
+from hybridsearch.common.config import get_settings
+from hybridsearch.launcher import grpc_healthy, port_open
+from hybridsearch.v1 import common_pb2
+
+
+def run_doctor(out: Console) -> int:
+    settings = get_settings()
+    ep = settings.endpoints
+    table = Table(title="hybridsearch doctor")
+    for col in ("component", "state", "details"):
+        table.add_column(col)
+    problems = 0
+
+    for name in ("gateway", "bm25", "vector", "expansion", "fusion"):
+        up = grpc_healthy(ep.addr(name))
+        problems += not up
+        table.add_row(name, "[green]SERVING[/]" if up else "[red]DOWN[/]", ep.addr(name))
+
+    for name, addr in (("bm25", ep.addr("bm25")), ("vector", ep.addr("vector"))):
+        detail = _store_engine(name, addr)
+        if detail:
+            table.add_row(f"  {name} engine", "", detail)
+
+    redis_host, redis_port = _host_port(settings.expansion.redis_url)
+    redis_up = port_open(redis_host, redis_port)
+    table.add_row(
+        "redis (expansion cache)", "[green]UP[/]" if redis_up else "[yellow]NOT RUNNING[/]",
+        settings.expansion.redis_url if redis_up else
+        f"{settings.expansion.redis_url} unreachable — expansion runs uncached"
+        + ("" if shutil.which("redis-server") else " (redis-server is not installed)"),
+    )
+    table.add_row("llm (expansion)", "configured" if settings.expansion.llm_url else "none",
+                  settings.expansion.llm_url or "pseudo-relevance feedback only")
+    table.add_row("embedder", "", f"{settings.vector.embedder} (max {settings.vector.max_seq_length} tokens)")
+    table.add_row("bm25 settings", "", f"k1={settings.bm25.k1} b={settings.bm25.b} stemmer={settings.bm25.stemmer} "
+                  f"stopwords={settings.bm25.stopwords} title_boost={settings.bm25.title_boost}")
+
+    triton = asyncio.run(_triton_state(settings))
+    table.add_row("triton (reranker)", *triton)
+    out.print(table)
+    return 1 if problems else 0
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    from urllib.parse import urlparse
+
+    parsed = urlparse(url)
+    return parsed.hostname or "127.0.0.1", parsed.port or 6379
+
+
+def _store_engine(name: str, address: str) -> str:
+    from hybridsearch.v1 import bm25_pb2_grpc, vector_pb2_grpc
+
+    stub_cls = bm25_pb2_grpc.Bm25ServiceStub if name == "bm25" else vector_pb2_grpc.VectorServiceStub
+    try:
+        with grpc.insecure_channel(address) as channel:
+            stats = stub_cls(channel).Stats(common_pb2.StoreStatsRequest(collection="default"), timeout=5)
+    except grpc.RpcError:
+        return ""
+    details = ", ".join(f"{k}={v}" for k, v in sorted(stats.details.items()))
+    return f"{stats.engine}; default collection: {stats.documents} docs / {stats.chunks} chunks; {details}"
+
+
+async def _triton_state(settings) -> tuple[str, str]:
+    from hybridsearch.reranker.client import RerankerClient
+
+    client = RerankerClient(settings.rerank)
+    try:
+        info = await client.model_info()
+    except Exception as err:
+        return "[yellow]DOWN[/]", f"{settings.rerank.triton_url}: {type(err).__name__} — searches run without reranking"
+    finally:
+        await client.close()
+    state = "[green]READY[/]"
+    trained = "trained" if info["trained"] else "[yellow]UNTRAINED (fresh head): BALANCED does not rerank with it[/]"
+    return state, f"{settings.rerank.triton_url} model {info['name']!r}, {trained}, {'GPU' if info['gpu'] else 'CPU'}"

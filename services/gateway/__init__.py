@@ -1,0 +1,1 @@
+"""The public face: SearchService and IngestService, fanning out to every internal service."""

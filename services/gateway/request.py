@@ -1,0 +1,70 @@
+"""SearchRequest validation: every rule in one place, each failure a clear INVALID_ARGUMENT."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hybridsearch.common.config import Settings
+from hybridsearch.common.validation import InvalidArgument, check_collection, check_filters
+from hybridsearch.fusion.methods import FusionParams
+from hybridsearch.fusion.service import resolve_params
+from hybridsearch.v1 import common_pb2, search_pb2
+
+MAX_QUERY_CHARS = 8192
+MAX_TOP_K = 100
+MAX_DEPTH = 1000
+
+
+@dataclass
+class SearchPlan:
+    query: str
+    collection: str
+    top_k: int
+    offset: int
+    mode: int
+    effort: int
+    filters: list
+    fusion: FusionParams
+    rerank_requested: bool | None  # None: effort and model decide
+    min_score: float
+    explain: bool
+
+    @property
+    def uses_bm25(self) -> bool:
+        return self.mode in (common_pb2.RETRIEVAL_MODE_BM25, common_pb2.RETRIEVAL_MODE_HYBRID)
+
+    @property
+    def uses_vector(self) -> bool:
+        return self.mode in (common_pb2.RETRIEVAL_MODE_VECTOR, common_pb2.RETRIEVAL_MODE_HYBRID)
+
+
+def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> SearchPlan:
+    query = request.query.strip()
+    if not query:
+        raise InvalidArgument("query is empty")
+    if len(request.query) > MAX_QUERY_CHARS:
+        raise InvalidArgument(f"query is {len(request.query)} characters; the limit is {MAX_QUERY_CHARS}")
+    top_k = request.top_k if request.HasField("top_k") else 10
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise InvalidArgument(f"top_k must be 1-{MAX_TOP_K}, got {top_k}")
+    if request.offset < 0 or request.offset + top_k > MAX_DEPTH:
+        raise InvalidArgument(f"offset must be >= 0 and offset + top_k <= {MAX_DEPTH}, got offset {request.offset}")
+    if request.mode not in common_pb2.RetrievalMode.values():
+        raise InvalidArgument(f"unknown retrieval mode {request.mode}")
+    if request.effort not in common_pb2.Effort.values():
+        raise InvalidArgument(f"unknown effort {request.effort}")
+    if not 0.0 <= request.min_score <= 1.0:
+        raise InvalidArgument(f"min_score must be within [0, 1], got {request.min_score}")
+    return SearchPlan(
+        query=query,
+        collection=check_collection(request.collection),
+        top_k=top_k,
+        offset=request.offset,
+        mode=request.mode or common_pb2.RETRIEVAL_MODE_HYBRID,
+        effort=request.effort or common_pb2.EFFORT_BALANCED,
+        filters=check_filters(request.filters),
+        fusion=resolve_params(request.fusion, settings.fusion),
+        rerank_requested=request.rerank if request.HasField("rerank") else None,
+        min_score=request.min_score,
+        explain=request.explain,
+    )

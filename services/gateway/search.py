@@ -1,0 +1,338 @@
+"""SearchService: one query's whole path, top to bottom.
+
+  1. validate the request into a SearchPlan
+  2. fan out under one deadline: BM25(original) || vector(original) || expansion
+  3. run the variant queries through the legs they are meant for
+  4. fuse every ranked list (fusion service; in-process if it is down)
+  5. rerank the head of the fused list on Triton and blend by position
+  6. page, apply min_score, explain
+
+A leg that fails or times out is reported in `legs` and the answer is marked degraded; only when
+no retrieval leg answered at all does the search fail (UNAVAILABLE).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+
+import grpc
+
+from hybridsearch.common.config import Settings
+from hybridsearch.common.telemetry import tracer
+from hybridsearch.common.validation import InvalidArgument, abort_invalid
+from hybridsearch.fusion.service import fuse_proto, params_to_proto
+from hybridsearch.gateway.backends import Backends
+from hybridsearch.gateway.request import SearchPlan, plan_search
+from hybridsearch.reranker.blend import blend
+from hybridsearch.v1 import common_pb2, expansion_pb2, fusion_pb2, search_pb2, search_pb2_grpc
+
+log = logging.getLogger(__name__)
+OK, SKIPPED, FAILED = search_pb2.LEG_STATE_OK, search_pb2.LEG_STATE_SKIPPED, search_pb2.LEG_STATE_FAILED
+SNIPPET_CHARS = 300
+WORD = re.compile(r"\w+")
+
+
+@dataclass
+class Trace:
+    """What one search collected on its way: leg states, timings, lists, expansion."""
+
+    started: float = field(default_factory=time.perf_counter)
+    legs: dict[str, search_pb2.LegStatus] = field(default_factory=dict)
+    timings: list[search_pb2.StageTiming] = field(default_factory=list)
+    lists: list[common_pb2.RankedList] = field(default_factory=list)
+    expansion: expansion_pb2.ExpandResponse | None = None
+    notices: list[str] = field(default_factory=list)
+    degraded: bool = False
+
+    def leg(self, name: str, state: int, reason: str = "") -> None:
+        self.legs[name] = search_pb2.LegStatus(name=name, state=state, reason=reason)
+        if state == FAILED:
+            self.degraded = True
+
+    def timed(self, stage: str, since: float) -> None:
+        self.timings.append(search_pb2.StageTiming(stage=stage, ms=(time.perf_counter() - since) * 1000))
+
+
+@dataclass
+class Reranked:
+    """Fused indexes in final order; rerank and blended scores for the reranked head."""
+
+    order: list[int]
+    rerank: dict[int, float] = field(default_factory=dict)
+    final: dict[int, float] = field(default_factory=dict)
+
+    def final_scores(self, fused: list[fusion_pb2.FusedHit]) -> dict[int, float]:
+        """Blended scores for the head; the tail keeps fusion order, scaled to sit below the head."""
+        if not self.final:
+            return {i: f.normalized_score for i, f in enumerate(fused)}
+        floor = min(self.final.values())
+        head_end = max(self.rerank) + 1
+        tail = [fused[i].normalized_score for i in self.order if i >= head_end]
+        tail_top = max(tail, default=1.0) or 1.0
+        return {
+            i: self.final[i] if i in self.final else floor * 0.999 * fused[i].normalized_score / tail_top
+            for i in self.order
+        }
+
+
+class Deadline:
+    def __init__(self, seconds: float) -> None:
+        self.end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return max(0.01, self.end - time.monotonic())
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, grpc.aio.AioRpcError):
+        return f"{err.code().name}: {err.details()}"
+    if isinstance(err, asyncio.TimeoutError):
+        return "deadline exceeded"
+    return f"{type(err).__name__}: {err}"
+
+
+class SearchServicer(search_pb2_grpc.SearchServiceServicer):
+    def __init__(self, settings: Settings, backends: Backends) -> None:
+        self.settings = settings
+        self.backends = backends
+        self.tracer = tracer(__name__)
+
+    async def Search(self, request, context):
+        try:
+            plan = plan_search(request, self.settings)
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        remaining = context.time_remaining()
+        deadline = Deadline(min(self.settings.search_deadline_s, remaining or self.settings.search_deadline_s))
+        trace = Trace()
+        with self.tracer.start_as_current_span("gateway.search") as span:
+            span.set_attribute("search.collection", plan.collection)
+            span.set_attribute("search.mode", common_pb2.RetrievalMode.Name(plan.mode))
+            span.set_attribute("search.effort", common_pb2.Effort.Name(plan.effort))
+            response = await self._search(plan, deadline, trace)
+            span.set_attribute("search.degraded", response.degraded)
+        if response is None:
+            reasons = "; ".join(f"{s.name}: {s.reason}" for s in trace.legs.values() if s.state == FAILED)
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"no retrieval leg answered ({reasons})")
+        return response
+
+    async def _search(self, plan: SearchPlan, deadline: Deadline, trace: Trace) -> search_pb2.SearchResponse | None:
+        depth = self.settings.leg_depth
+        originals = [common_pb2.LegQuery(text=plan.query, kind=common_pb2.QUERY_KIND_ORIGINAL)]
+
+        # Stage 1: both legs and expansion at once.
+        t = time.perf_counter()
+        bm25_task = self._leg("bm25", plan, originals, depth, deadline, trace) if plan.uses_bm25 else None
+        vector_task = (
+            self._leg("vector", plan, originals, depth, deadline, trace, feedback=self.settings.vector.feedback_docs)
+            if plan.uses_vector else None
+        )
+        expand_task = self._expand(plan, deadline, trace)
+        await asyncio.gather(*(x for x in (bm25_task, vector_task, expand_task) if x is not None))
+        trace.timed("retrieve+expand", t)
+        if not plan.uses_bm25:
+            trace.leg("bm25", SKIPPED, "mode")
+        if not plan.uses_vector:
+            trace.leg("vector", SKIPPED, "mode")
+
+        # Stage 2: variants through the legs they were written for.
+        expansion = trace.expansion
+        variant_calls = []
+        if expansion is not None and not expansion.skipped:
+            lexical = [common_pb2.LegQuery(text=v, kind=common_pb2.QUERY_KIND_LEXICAL_VARIANT) for v in expansion.lexical_variants]
+            semantic = [common_pb2.LegQuery(text=v, kind=common_pb2.QUERY_KIND_SEMANTIC_VARIANT) for v in expansion.semantic_variants]
+            if expansion.hyde:
+                semantic.append(common_pb2.LegQuery(text=expansion.hyde, kind=common_pb2.QUERY_KIND_HYDE))
+            if lexical and plan.uses_bm25 and trace.legs["bm25"].state == OK:
+                variant_calls.append(self._leg("bm25", plan, lexical, depth, deadline, trace, variants=True))
+            if semantic and plan.uses_vector and trace.legs["vector"].state == OK:
+                variant_calls.append(self._leg("vector", plan, semantic, depth, deadline, trace, variants=True))
+        if variant_calls:
+            t = time.perf_counter()
+            await asyncio.gather(*variant_calls)
+            trace.timed("variants", t)
+
+        if not any(s.state == OK for name, s in trace.legs.items() if name in ("bm25", "vector")):
+            return None
+
+        # Stage 3: fusion.
+        t = time.perf_counter()
+        fused = await self._fuse(plan, deadline, trace)
+        trace.timed("fusion", t)
+
+        # Stage 4: rerank the head, blend by position.
+        t = time.perf_counter()
+        reranked = await self._rerank(plan, fused, deadline, trace)
+        trace.timed("rerank", t)
+
+        # Stage 5: page and build the answer.
+        return self._respond(plan, fused, reranked, trace)
+
+    async def _leg(self, name, plan, queries, depth, deadline, trace, *, variants=False, feedback=0):
+        stub = self.backends.bm25 if name == "bm25" else self.backends.vector
+        request = common_pb2.LegSearchRequest(
+            collection=plan.collection, queries=queries, limit=depth, filters=plan.filters, feedback_docs=feedback,
+        )
+        with self.tracer.start_as_current_span(f"gateway.{name}{'.variants' if variants else ''}"):
+            try:
+                response = await stub.Search(request, timeout=deadline.left())
+            except (grpc.aio.AioRpcError, asyncio.TimeoutError) as err:
+                if variants:
+                    trace.notices.append(f"{name} variant queries failed: {_reason(err)}")
+                else:
+                    trace.leg(name, FAILED, _reason(err))
+                    log.warning("%s leg failed: %s", name, _reason(err))
+                return
+        weights = {
+            common_pb2.QUERY_KIND_LEXICAL_VARIANT: plan.fusion.variant_weight,
+            common_pb2.QUERY_KIND_SEMANTIC_VARIANT: plan.fusion.variant_weight,
+            common_pb2.QUERY_KIND_HYDE: plan.fusion.hyde_weight,
+            common_pb2.QUERY_KIND_FEEDBACK: plan.fusion.feedback_weight,
+        }
+        for rl in response.lists:
+            rl.weight = weights.get(rl.kind, 1.0)
+            trace.lists.append(rl)
+        if not variants:
+            trace.leg(name, OK, response.engine)
+
+    async def _expand(self, plan, deadline, trace):
+        if plan.effort == common_pb2.EFFORT_FAST:
+            trace.leg("expansion", SKIPPED, "fast effort")
+            return
+        with self.tracer.start_as_current_span("gateway.expansion"):
+            try:
+                trace.expansion = await self.backends.expansion.Expand(
+                    expansion_pb2.ExpandRequest(query=plan.query, collection=plan.collection, effort=plan.effort, filters=plan.filters),
+                    timeout=deadline.left(),
+                )
+            except (grpc.aio.AioRpcError, asyncio.TimeoutError) as err:
+                trace.leg("expansion", FAILED, _reason(err))
+                return
+        exp = trace.expansion
+        if not exp.cache_available:
+            trace.notices.append("expansion cache (Redis) is not reachable: expansion runs uncached")
+        if exp.skipped:
+            trace.leg("expansion", SKIPPED, exp.skip_reason)
+        else:
+            trace.leg("expansion", OK, f"{exp.generator}{' (cached)' if exp.cache_hit else ''}")
+
+    async def _fuse(self, plan, deadline, trace) -> list[fusion_pb2.FusedHit]:
+        limit = self.settings.fusion_depth
+        request = fusion_pb2.FuseRequest(lists=trace.lists, config=params_to_proto(plan.fusion), limit=limit)
+        try:
+            return list((await self.backends.fusion.Fuse(request, timeout=deadline.left())).hits)
+        except (grpc.aio.AioRpcError, asyncio.TimeoutError) as err:
+            # Fusion is a pure function: the gateway can do it itself rather than fail the search.
+            trace.notices.append(f"fusion service unavailable ({_reason(err)}): fused in the gateway")
+            trace.degraded = True
+            return fuse_proto(trace.lists, plan.fusion, limit)
+
+    async def _rerank(self, plan, fused, deadline, trace) -> Reranked:
+        """Reranks the head of the fused list when the plan and the model allow it."""
+        unchanged = Reranked(order=list(range(len(fused))))
+        wanted = plan.rerank_requested  # True / False / None (effort and model decide)
+        try:
+            info = await self.backends.reranker.model_info()
+        except Exception as err:  # Triton down or model not loaded
+            if wanted or (wanted is None and plan.effort != common_pb2.EFFORT_FAST):
+                trace.leg("rerank", FAILED if wanted else SKIPPED, f"reranker unavailable: {_reason(err)}")
+            return unchanged
+        if not info["trained"]:
+            trace.notices.append(f"reranker model {info['name']!r} is untrained (fresh classification head)")
+        if wanted is False:
+            trace.leg("rerank", SKIPPED, "not requested")
+            return unchanged
+        if wanted is None and plan.effort == common_pb2.EFFORT_FAST:
+            trace.leg("rerank", SKIPPED, "fast effort")
+            return unchanged
+        cfg = self.settings.rerank
+        if wanted is None and not info["trained"] and not cfg.allow_untrained:
+            trace.leg("rerank", SKIPPED, "reranker model is untrained")
+            return unchanged
+
+        thorough = plan.effort == common_pb2.EFFORT_THOROUGH
+        if info["gpu"]:
+            pool = cfg.pool_gpu_deep if thorough else cfg.pool_gpu_standard
+        else:
+            pool = cfg.pool_cpu_deep if thorough else cfg.pool_cpu
+        head = fused[:pool]
+        if len(head) < cfg.min_candidates:
+            trace.leg("rerank", SKIPPED, f"fewer than {cfg.min_candidates} candidates")
+            return unchanged
+        passages = [_passage(h) for h in head]
+        with self.tracer.start_as_current_span("gateway.rerank") as span:
+            span.set_attribute("rerank.pool", len(head))
+            try:
+                scores = await self.backends.reranker.score(plan.query, passages, deadline.left())
+            except Exception as err:
+                trace.leg("rerank", FAILED, _reason(err))
+                return unchanged
+        blended = blend(plan.query, [h.normalized_score for h in head], scores, passages, cfg.score_floor)
+        trace.leg("rerank", OK, f"{info['name']}: {len(head)} candidates")
+        return Reranked(
+            order=[b.index for b in blended] + list(range(len(head), len(fused))),
+            rerank={b.index: b.rerank for b in blended},
+            final={b.index: b.final for b in blended},
+        )
+
+    def _respond(self, plan, fused, reranked: Reranked, trace) -> search_pb2.SearchResponse:
+        finals = reranked.final_scores(fused)
+        rerank_scores = reranked.rerank
+        hits = []
+        for i in reranked.order:
+            if finals[i] < plan.min_score:
+                continue
+            f = fused[i]
+            hits.append(
+                search_pb2.SearchHit(
+                    doc_id=f.doc_id, chunk_id=f.chunk_id, title=f.title, snippet=snippet(plan.query, f.text),
+                    score=finals[i], fusion_score=f.normalized_score, rerank_score=rerank_scores.get(i, 0.0),
+                    reranked=i in rerank_scores,
+                    legs=[search_pb2.LegRank(leg=e.leg, kind=e.kind, rank=e.rank, score=e.score) for e in f.evidence],
+                )
+            )
+        page = hits[plan.offset : plan.offset + plan.top_k]
+        response = search_pb2.SearchResponse(
+            hits=page, legs=list(trace.legs.values()), degraded=trace.degraded, mode=plan.mode, effort=plan.effort,
+            total_candidates=len(hits), notices=trace.notices,
+            took_ms=(time.perf_counter() - trace.started) * 1000,
+        )
+        if plan.explain:
+            exp = trace.expansion or expansion_pb2.ExpandResponse()
+            response.explain.CopyFrom(
+                search_pb2.Explanation(
+                    lexical_variants=exp.lexical_variants, semantic_variants=exp.semantic_variants, hyde=exp.hyde,
+                    expansion_generator=exp.generator, expansion_cache_hit=exp.cache_hit,
+                    leg_lists=[_trimmed(rl) for rl in trace.lists], fusion_order=[f.doc_id for f in fused[:100]],
+                    rerank_scores={fused[i].doc_id: s for i, s in rerank_scores.items()},
+                    fusion=params_to_proto(plan.fusion), timings=trace.timings,
+                )
+            )
+        return response
+
+
+def _passage(hit: fusion_pb2.FusedHit) -> str:
+    return f"{hit.title}\n{hit.text}" if hit.title else hit.text
+
+
+def _trimmed(rl: common_pb2.RankedList, keep: int = 20) -> common_pb2.RankedList:
+    out = common_pb2.RankedList(leg=rl.leg, kind=rl.kind, query=rl.query, weight=rl.weight)
+    out.hits.extend(common_pb2.LegHit(chunk_id=h.chunk_id, doc_id=h.doc_id, score=h.score, rank=h.rank) for h in rl.hits[:keep])
+    return out
+
+
+def snippet(query: str, text: str, width: int = SNIPPET_CHARS) -> str:
+    """A window of the chunk around the first query word it contains."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    lowered = text.lower()
+    positions = [lowered.find(w) for w in WORD.findall(query.lower()) if len(w) > 3]
+    positions = [p for p in positions if p >= 0]
+    start = max(0, min(positions) - width // 4) if positions else 0
+    start = text.rfind(" ", 0, start) + 1 if start else 0
+    return ("…" if start else "") + text[start : start + width].rstrip() + "…"

@@ -1,0 +1,27 @@
+"""Gateway process: SearchService + IngestService on one port."""
+
+from __future__ import annotations
+
+import grpc
+
+from hybridsearch.common.config import get_settings
+from hybridsearch.common.server import serve
+from hybridsearch.gateway.backends import Backends
+from hybridsearch.gateway.ingest import IngestServicer
+from hybridsearch.gateway.search import SearchServicer
+from hybridsearch.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
+
+
+async def main() -> None:
+    settings = get_settings()
+    backends = Backends.connect(settings)
+
+    async def register(server: grpc.aio.Server) -> list[str]:
+        search_pb2_grpc.add_SearchServiceServicer_to_server(SearchServicer(settings, backends), server)
+        ingest_pb2_grpc.add_IngestServiceServicer_to_server(IngestServicer(settings, backends), server)
+        return [
+            search_pb2.DESCRIPTOR.services_by_name["SearchService"].full_name,
+            ingest_pb2.DESCRIPTOR.services_by_name["IngestService"].full_name,
+        ]
+
+    await serve("gateway", settings.endpoints.gateway_port, register, on_stop=backends.close)

@@ -1,0 +1,165 @@
+"""Runs the whole stack on one machine: Redis, Triton and every service as its own process.
+
+Each service is `hybridsearch serve <name>` in a child process, as it would be one pod on a cluster,
+so everything that crosses a process boundary is real gRPC. Logs go to data_dir/logs/<name>.log.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from hybridsearch.common.config import Settings
+from hybridsearch.reranker.triton import start_triton
+
+# Start order: stores first, then what depends on them.
+SERVICES = ("bm25", "vector", "fusion", "expansion", "gateway")
+
+
+def port_open(host: str, port: int, timeout: float = 0.3) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def grpc_healthy(address: str, timeout: float = 1.0) -> bool:
+    try:
+        with grpc.insecure_channel(address) as channel:
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
+            return reply.status == health_pb2.HealthCheckResponse.SERVING
+    except grpc.RpcError:
+        return False
+
+
+@dataclass
+class Stack:
+    settings: Settings
+    services: tuple[str, ...] = SERVICES
+    with_triton: bool = True
+    with_redis: bool = True
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def log_dir(self) -> Path:
+        path = self.settings.data_dir / "logs"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def _log(self, name: str):
+        return open(self.log_dir / f"{name}.log", "ab")
+
+    def start_redis(self) -> None:
+        url = urlparse(self.settings.expansion.redis_url)
+        host, port = url.hostname or "127.0.0.1", url.port or 6379
+        if port_open(host, port):
+            self.notes.append(f"redis: using the server already at {host}:{port}")
+            return
+        binary = shutil.which("redis-server")
+        if binary is None or host not in ("127.0.0.1", "localhost"):
+            self.notes.append(f"redis: NOT RUNNING (no redis-server installed) — expansion runs uncached")
+            return
+        redis_dir = self.settings.data_dir / "redis"
+        redis_dir.mkdir(parents=True, exist_ok=True)
+        self.procs["redis"] = subprocess.Popen(
+            [binary, "--port", str(port), "--bind", host, "--dir", str(redis_dir.resolve()), "--save", "", "--appendonly", "no"],
+            stdout=self._log("redis"), stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        self._wait("redis", lambda: port_open(host, port), 15)
+        self.notes.append(f"redis: started redis-server on {host}:{port}")
+
+    def start_triton(self) -> None:
+        grpc_port = int(self.settings.rerank.triton_url.rsplit(":", 1)[1])
+        host = self.settings.rerank.triton_url.rsplit(":", 1)[0]
+        if port_open(host, grpc_port):
+            self.notes.append(f"triton: using the server already at {self.settings.rerank.triton_url}")
+            return
+        try:
+            self.procs["triton"] = start_triton(self.settings, self._log("triton"))
+        except Exception as err:  # no model exported, no binary: search runs without reranking
+            self.notes.append(f"triton: NOT RUNNING ({err})")
+            return
+        http = self.settings.rerank.triton_http_port
+        self._wait("triton", lambda: _http_ok(host, http, "/v2/health/ready"), 120)
+        self.notes.append(f"triton: started on {self.settings.rerank.triton_url}")
+
+    def start_service(self, name: str) -> None:
+        address = self.settings.endpoints.addr(name)
+        self.procs[name] = subprocess.Popen(
+            [sys.executable, "-m", "hybridsearch.cli", "serve", name],
+            stdout=self._log(name), stderr=subprocess.STDOUT, start_new_session=True, env=dict(os.environ),
+        )
+        self._wait(name, lambda: grpc_healthy(address), 180)
+        self.notes.append(f"{name}: serving on {address}")
+
+    def _wait(self, name: str, ready, timeout_s: float) -> None:
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            proc = self.procs.get(name)
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(f"{name} exited with {proc.returncode}; see {self.log_dir / (name + '.log')}")
+            if ready():
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"{name} not ready after {timeout_s:.0f}s; see {self.log_dir / (name + '.log')}")
+
+    def start(self) -> Stack:
+        try:
+            if self.with_redis:
+                self.start_redis()
+            if self.with_triton:
+                self.start_triton()
+            for name in self.services:
+                self.start_service(name)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop_one(self, name: str, sig: int = signal.SIGTERM) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, sig)
+            proc.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+
+    def stop(self) -> None:
+        for name in reversed(list(self.procs)):
+            self.stop_one(name)
+
+    def __enter__(self) -> Stack:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _http_ok(host: str, port: int, path: str) -> bool:
+    import http.client
+
+    try:
+        conn = http.client.HTTPConnection(host, port, timeout=1.0)
+        conn.request("GET", path)
+        return conn.getresponse().status == 200
+    except OSError:
+        return False
