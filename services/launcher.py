@@ -27,6 +27,16 @@ from hybridsearch.reranker.triton import start_triton
 SERVICES = ("bm25", "vector", "fusion", "expansion", "gateway")
 
 
+def die_with_parent() -> None:
+    """Runs in each child before exec: Linux sends it SIGTERM when the launcher dies, even by SIGKILL."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 def port_open(host: str, port: int, timeout: float = 0.3) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout):
@@ -77,6 +87,7 @@ class Stack:
         self.procs["redis"] = subprocess.Popen(
             [binary, "--port", str(port), "--bind", host, "--dir", str(redis_dir.resolve()), "--save", "", "--appendonly", "no"],
             stdout=self._log("redis"), stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=die_with_parent,
         )
         self._wait("redis", lambda: port_open(host, port), 15)
         self.notes.append(f"redis: started redis-server on {host}:{port}")
@@ -101,6 +112,7 @@ class Stack:
         self.procs[name] = subprocess.Popen(
             [sys.executable, "-m", "hybridsearch.cli", "serve", name],
             stdout=self._log(name), stderr=subprocess.STDOUT, start_new_session=True, env=dict(os.environ),
+            preexec_fn=die_with_parent,
         )
         self._wait(name, lambda: grpc_healthy(address), 180)
         self.notes.append(f"{name}: serving on {address}")
@@ -117,6 +129,8 @@ class Stack:
         raise RuntimeError(f"{name} not ready after {timeout_s:.0f}s; see {self.log_dir / (name + '.log')}")
 
     def start(self) -> Stack:
+        # SIGTERM (timeout, kill, systemd) unwinds like Ctrl-C, so the children are stopped too.
+        signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
         try:
             if self.with_redis:
                 self.start_redis()
@@ -152,6 +166,10 @@ class Stack:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _raise_keyboard_interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _http_ok(host: str, port: int, path: str) -> bool:

@@ -34,8 +34,5 @@ class EnglishAnalyzer:
 
     def analyze(self, text: str) -> list[str]:
         text = POSSESSIVE.sub("", text.lower())
-        return [
-            self._stem(t)
-            for t in TOKEN.findall(text)
-            if t not in self._stop and len(t) <= MAX_TOKEN_CHARS
-        ]
+        stems = (self._stem(t) for t in TOKEN.findall(text) if t not in self._stop and len(t) <= MAX_TOKEN_CHARS)
+        return [s for s in stems if s]  # Porter stems a lone "s" to nothing

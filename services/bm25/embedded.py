@@ -161,15 +161,16 @@ class _Collection:
             mask = np.fromiter((matches_filters(m, filters) for m in index.metadata), dtype=np.float32)
         lists = []
         for query in queries:
-            tokens = [t for t in self.analyzer.analyze(query) if t in index.flat.vocab_dict]
-            if not tokens:
+            tokens = self.analyzer.analyze(query)
+            flat_ids = _token_ids(index.flat, tokens)
+            if not flat_ids:
                 lists.append([])
                 continue
-            scores = index.flat.get_scores(tokens)
+            scores = index.flat.get_scores(flat_ids)
             if index.title is not None:
-                title_tokens = [t for t in tokens if t in index.title.vocab_dict]
-                if title_tokens:
-                    scores = scores + self.title_boost * index.title.get_scores(title_tokens)
+                title_ids = _token_ids(index.title, tokens)
+                if title_ids:
+                    scores = scores + self.title_boost * index.title.get_scores(title_ids)
             if mask is not None:
                 scores = scores * mask
             k = min(limit, int(np.count_nonzero(scores)))
@@ -200,6 +201,13 @@ class _Collection:
             if row:
                 out[doc_id] = row[0]
         return out
+
+
+def _token_ids(retriever: bm25s.BM25, tokens: list[str]) -> list[int]:
+    """Ids of the tokens the index has postings for (bm25s keeps an extra "" id without postings)."""
+    n_terms = len(retriever.scores["indptr"]) - 1
+    ids = (retriever.vocab_dict.get(t) for t in tokens if t)
+    return [i for i in ids if i is not None and i < n_terms]
 
 
 class EmbeddedBm25Engine:

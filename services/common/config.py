@@ -106,6 +106,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="HYBRIDSEARCH_", env_nested_delimiter="__", extra="ignore")
 
     data_dir: Path = Path("var")
+    # Exported ONNX models (embedder fp32, reranker); default data_dir/models.
+    models_dir: Path | None = None
     endpoints: Endpoints = Field(default_factory=Endpoints)
     bm25: Bm25Settings = Field(default_factory=Bm25Settings)
     vector: VectorSettings = Field(default_factory=VectorSettings)

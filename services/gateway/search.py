@@ -114,7 +114,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             span.set_attribute("search.mode", common_pb2.RetrievalMode.Name(plan.mode))
             span.set_attribute("search.effort", common_pb2.Effort.Name(plan.effort))
             response = await self._search(plan, deadline, trace)
-            span.set_attribute("search.degraded", response.degraded)
+            span.set_attribute("search.degraded", response is None or response.degraded)
         if response is None:
             reasons = "; ".join(f"{s.name}: {s.reason}" for s in trace.legs.values() if s.state == FAILED)
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"no retrieval leg answered ({reasons})")

@@ -17,7 +17,7 @@ import sysconfig
 from pathlib import Path
 
 from hybridsearch.common.config import Settings
-from hybridsearch.common.models import ModelUnavailable, verify
+from hybridsearch.common.models import ModelUnavailable, models_dir, verify
 
 TEMPLATE = Path(__file__).parent / "model_repository"
 
@@ -32,7 +32,7 @@ def pytriton_dir() -> Path:
 
 
 def reranker_export_dir(settings: Settings) -> Path:
-    return settings.data_dir / "models" / "reranker"
+    return models_dir(settings) / "reranker"
 
 
 def read_manifest(settings: Settings) -> dict:
@@ -114,4 +114,7 @@ def triton_command(settings: Settings) -> tuple[list[str], dict[str, str]]:
 
 def start_triton(settings: Settings, log_file) -> subprocess.Popen:
     cmd, env = triton_command(settings)
-    return subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+    from hybridsearch.launcher import die_with_parent
+
+    return subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=die_with_parent)

@@ -40,10 +40,6 @@ def qdrant_filter(filters: list[common_pb2.MetadataFilter]) -> models.Filter | N
     return models.Filter(must=must or None, must_not=must_not or None)
 
 
-def _doc_filter(doc_ids: list[str]) -> models.Filter:
-    return models.Filter(must=[models.FieldCondition(key="doc_id", match=models.MatchAny(any=doc_ids))])
-
-
 class QdrantStore:
     def __init__(self, *, path: Path | None = None, url: str | None = None, dim: int = 384) -> None:
         if path is not None:
@@ -70,34 +66,21 @@ class QdrantStore:
     async def exists(self, collection: str) -> bool:
         return collection in self._known or await self.client.collection_exists(collection)
 
-    async def content_hashes(self, collection: str, doc_ids: list[str]) -> dict[str, str]:
+    async def _heads(self, collection: str, doc_ids: list[str]) -> dict[str, dict]:
+        """Payload of each document's first chunk (it carries the hash and the chunk count).
+
+        Point ids derive from chunk ids, so this is a lookup by id, not a filtered scan: writes
+        stay O(batch) in embedded mode, where filtered scans walk every point.
+        """
         if not doc_ids or not await self.exists(collection):
             return {}
-        out: dict[str, str] = {}
-        offset = None
-        while True:
-            points, offset = await self.client.scroll(
-                collection, scroll_filter=_doc_filter(doc_ids), limit=1024, offset=offset,
-                with_payload=["doc_id", "content_hash"], with_vectors=False,
-            )
-            for p in points:
-                out[p.payload["doc_id"]] = p.payload["content_hash"]
-            if offset is None:
-                return out
+        points = await self.client.retrieve(
+            collection, ids=[point_id(f"{d}#0") for d in doc_ids], with_payload=["doc_id", "content_hash", "chunks"],
+        )
+        return {p.payload["doc_id"]: p.payload for p in points}
 
-    async def _chunk_counts(self, collection: str, doc_ids: list[str]) -> dict[str, tuple[str, int]]:
-        counts: dict[str, tuple[str, int]] = {}
-        offset = None
-        while True:
-            points, offset = await self.client.scroll(
-                collection, scroll_filter=_doc_filter(doc_ids), limit=1024, offset=offset,
-                with_payload=["doc_id", "content_hash"], with_vectors=False,
-            )
-            for p in points:
-                h, n = counts.get(p.payload["doc_id"], (p.payload["content_hash"], 0))
-                counts[p.payload["doc_id"]] = (h if h == p.payload["content_hash"] else "", n + 1)
-            if offset is None:
-                return counts
+    async def content_hashes(self, collection: str, doc_ids: list[str]) -> dict[str, str]:
+        return {d: head["content_hash"] for d, head in (await self._heads(collection, doc_ids)).items()}
 
     async def changed_documents(self, collection: str, chunks: list[common_pb2.Chunk]) -> tuple[list[str], int]:
         """Documents whose stored chunks differ from these (hash or count), and how many are unchanged."""
@@ -106,40 +89,46 @@ class QdrantStore:
         for c in chunks:
             h, n = wanted.get(c.doc_id, (c.content_hash, 0))
             wanted[c.doc_id] = (h, n + 1)
-        stored = await self._chunk_counts(collection, list(wanted))
-        changed = [d for d, v in wanted.items() if stored.get(d) != v]
+        heads = await self._heads(collection, list(wanted))
+        changed = [d for d, (h, n) in wanted.items()
+                   if d not in heads or heads[d]["content_hash"] != h or heads[d].get("chunks") != n]
         return changed, len(wanted) - len(changed)
+
+    async def _delete_documents(self, collection: str, heads: dict[str, dict]) -> int:
+        ids = [point_id(f"{d}#{i}") for d, head in heads.items() for i in range(int(head.get("chunks", 1)))]
+        if ids:
+            await self.client.delete(collection, points_selector=models.PointIdsList(points=ids), wait=True)
+        return len(ids)
 
     async def write(self, collection: str, chunks: list[common_pb2.Chunk], vectors: np.ndarray) -> UpsertResult:
         """Replaces the named documents' chunks with these."""
-        doc_ids = sorted({c.doc_id for c in chunks})
+        counts: dict[str, int] = {}
+        for c in chunks:
+            counts[c.doc_id] = counts.get(c.doc_id, 0) + 1
         async with self._lock:
             await self.ensure_collection(collection)
-            if doc_ids:
-                await self.client.delete(collection, points_selector=models.FilterSelector(filter=_doc_filter(doc_ids)), wait=True)
+            await self._delete_documents(collection, await self._heads(collection, list(counts)))
             points = [
                 models.PointStruct(
                     id=point_id(c.chunk_id),
                     vector=v.tolist(),
                     payload={
-                        "chunk_id": c.chunk_id, "doc_id": c.doc_id, "position": c.position, "title": c.title,
-                        "heading": c.heading, "text": c.text, "content_hash": c.content_hash, "meta": dict(c.metadata),
+                        "chunk_id": c.chunk_id, "doc_id": c.doc_id, "position": c.position, "chunks": counts[c.doc_id],
+                        "title": c.title, "heading": c.heading, "text": c.text, "content_hash": c.content_hash,
+                        "meta": dict(c.metadata),
                     },
                 )
                 for c, v in zip(chunks, vectors)
             ]
             for start in range(0, len(points), 512):
                 await self.client.upsert(collection, points[start : start + 512], wait=True)
-        return UpsertResult(documents_written=len(doc_ids), chunks_written=len(points))
+        return UpsertResult(documents_written=len(counts), chunks_written=len(points))
 
     async def delete(self, collection: str, doc_ids: list[str]) -> tuple[int, int]:
-        if not doc_ids or not await self.exists(collection):
-            return 0, 0
         async with self._lock:
-            counts = await self._chunk_counts(collection, doc_ids)
-            if counts:
-                await self.client.delete(collection, points_selector=models.FilterSelector(filter=_doc_filter(doc_ids)), wait=True)
-        return len(counts), sum(n for _, n in counts.values())
+            heads = await self._heads(collection, doc_ids)
+            chunks = await self._delete_documents(collection, heads)
+        return len(heads), chunks
 
     async def search(self, collection: str, vectors: np.ndarray, limit: int, filters, with_vectors: bool = False):
         """One list of ScoredPoint per query vector."""
@@ -157,14 +146,9 @@ class QdrantStore:
         if not await self.exists(collection):
             return EngineStats(self.name, 0, 0)
         chunks = (await self.client.count(collection, exact=True)).count
-        docs = set()
-        offset = None
-        while True:
-            points, offset = await self.client.scroll(collection, limit=4096, offset=offset, with_payload=["doc_id"], with_vectors=False)
-            docs.update(p.payload["doc_id"] for p in points)
-            if offset is None:
-                break
-        return EngineStats(self.name, len(docs), chunks, {"distance": "cosine", "dim": str(self.dim)})
+        first_chunks = models.Filter(must=[models.FieldCondition(key="position", match=models.MatchValue(value=0))])
+        docs = (await self.client.count(collection, count_filter=first_chunks, exact=True)).count
+        return EngineStats(self.name, docs, chunks, {"distance": "cosine", "dim": str(self.dim)})
 
     async def close(self) -> None:
         await self.client.close()

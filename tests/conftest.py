@@ -1,0 +1,52 @@
+"""Shared fixtures. `stack` runs the real thing: redis-server, Triton and every service as its own
+process on loopback ports of its own, with a fresh data directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+STACK_ENV = {
+    "HYBRIDSEARCH_ENDPOINTS__GATEWAY_PORT": "51051",
+    "HYBRIDSEARCH_ENDPOINTS__BM25_PORT": "51052",
+    "HYBRIDSEARCH_ENDPOINTS__VECTOR_PORT": "51053",
+    "HYBRIDSEARCH_ENDPOINTS__EXPANSION_PORT": "51054",
+    "HYBRIDSEARCH_ENDPOINTS__FUSION_PORT": "51055",
+    "HYBRIDSEARCH_EXPANSION__REDIS_URL": "redis://127.0.0.1:56379/0",
+    "HYBRIDSEARCH_RERANK__TRITON_URL": "127.0.0.1:58001",
+    "HYBRIDSEARCH_RERANK__TRITON_HTTP_PORT": "58000",
+    "HYBRIDSEARCH_RERANK__TRITON_METRICS_PORT": "58002",
+}
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory):
+    from hybridsearch.common.config import get_settings
+    from hybridsearch.launcher import Stack
+
+    saved = dict(os.environ)
+    os.environ.update(STACK_ENV)
+    os.environ["HYBRIDSEARCH_DATA_DIR"] = str(tmp_path_factory.mktemp("stack"))
+    os.environ["HYBRIDSEARCH_MODELS_DIR"] = str(REPO / "var" / "models")
+    get_settings.cache_clear()
+    running = Stack(get_settings()).start()
+    try:
+        yield running
+    finally:
+        running.stop()
+        os.environ.clear()
+        os.environ.update(saved)
+        get_settings.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def gateway(stack):
+    from hybridsearch.client import GatewayClient
+
+    client = GatewayClient(stack.settings.endpoints.addr("gateway"))
+    yield client
+    client.close()

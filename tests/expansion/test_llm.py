@@ -1,0 +1,16 @@
+import pytest
+
+from hybridsearch.expansion.llm import LlmError, parse_expansion
+
+
+def test_parses_json_inside_chatter_and_cleans_values():
+    out = parse_expansion('Sure! {"lexical": ["a  b", "a b", ""], "semantic": ["x"], "hyde": "passage"} done')
+    assert out.lexical == ["a b"]
+    assert out.semantic == ["x"]
+    assert out.hyde == "passage"
+
+
+@pytest.mark.parametrize("content", ["no json here", '{"lexical": "not a list"}', '{"lexical": [1,2,3,4,5,6]}', "{broken"])
+def test_rejects_invalid_answers(content):
+    with pytest.raises(LlmError):
+        parse_expansion(content)

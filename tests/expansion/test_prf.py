@@ -1,0 +1,22 @@
+from hybridsearch.bm25.analyzer import EnglishAnalyzer
+from hybridsearch.expansion.prf import feedback_terms, prf_variants
+
+
+def test_feedback_terms_come_from_top_documents_not_the_query():
+    docs = [("insulin regulates glucose in diabetes patients", 10.0),
+            ("glucose insulin resistance diabetes", 8.0),
+            ("unrelated astronomy text", 0.5)]
+    terms = feedback_terms("diabetes treatment", docs, EnglishAnalyzer(), 3)
+    assert "diabetes" not in terms
+    assert set(terms[:2]) == {"insulin", "glucose"}
+
+
+def test_no_documents_no_terms():
+    assert feedback_terms("q", [], EnglishAnalyzer(), 5) == []
+    assert prf_variants("q", []) == ([], [])
+
+
+def test_variants_extend_the_query():
+    lexical, semantic = prf_variants("what is the role of insulin?", ["glucose", "pancreas", "diabetes", "cells"])
+    assert lexical == ["what is the role of insulin? glucose pancreas diabetes cells"]
+    assert semantic == ["the role of insulin glucose pancreas diabetes"]

@@ -1,0 +1,90 @@
+import pytest
+
+from hybridsearch.fusion.methods import FusionMethod, FusionParams, Item, QueryKind, Ranking, fuse
+
+
+def ranking(leg, ids, kind=QueryKind.ORIGINAL, scores=None):
+    scores = scores or [float(len(ids) - i) for i in range(len(ids))]
+    return Ranking(leg=leg, kind=kind, items=[Item(d, f"{d}#0", s) for d, s in zip(ids, scores)])
+
+
+def test_rrf_worked_example_from_the_issue():
+    # vector [A,B,C,D] + BM25 [C,E,A,F], k=60, 1-based ranks: A and C tie at 1/61 + 1/63 (+ bonus).
+    fused = fuse([ranking("vector", "ABCD"), ranking("bm25", "CEAF")], FusionParams(top_rank_bonus=0.0))
+    scores = {f.doc_id: f.score for f in fused}
+    assert scores["A"] == pytest.approx(1 / 61 + 1 / 63)
+    assert scores["C"] == pytest.approx(1 / 61 + 1 / 63)
+    assert scores["B"] == pytest.approx(1 / 62) and scores["E"] == pytest.approx(1 / 62)
+    assert scores["D"] == pytest.approx(1 / 64) and scores["F"] == pytest.approx(1 / 64)
+    assert {f.doc_id for f in fused[:2]} == {"A", "C"}
+    assert {f.doc_id for f in fused[2:4]} == {"B", "E"}
+    assert {f.doc_id for f in fused[4:]} == {"D", "F"}
+
+
+def test_top_rank_bonus_only_for_top5_of_both_original_lists():
+    vector = ranking("vector", "ABCDEFG")
+    bm25 = ranking("bm25", "GFEDCBA")
+    fused = {f.doc_id: f.score for f in fuse([vector, bm25])}
+    plain = {f.doc_id: f.score for f in fuse([vector, bm25], FusionParams(top_rank_bonus=0.0))}
+    for doc in "CDE":  # in the top 5 of both
+        assert fused[doc] == pytest.approx(plain[doc] + 0.1)
+    for doc in "ABFG":
+        assert fused[doc] == pytest.approx(plain[doc])
+
+
+def test_variant_and_hyde_weights():
+    lists = [
+        ranking("bm25", ["X"], QueryKind.LEXICAL_VARIANT),
+        ranking("vector", ["Y"], QueryKind.HYDE),
+        ranking("vector", ["Z"], QueryKind.ORIGINAL),
+    ]
+    scores = {f.doc_id: f.score for f in fuse(lists)}
+    assert scores["X"] == pytest.approx(0.5 / 61)
+    assert scores["Y"] == pytest.approx(0.7 / 61)
+    assert scores["Z"] == pytest.approx(1.0 / 61)
+
+
+def test_best_chunk_per_document_votes_once_and_keeps_best_chunk():
+    bm25 = Ranking("bm25", [Item("A", "A#3", 9.0), Item("A", "A#1", 8.0), Item("B", "B#0", 7.0)])
+    fused = fuse([bm25], FusionParams(top_rank_bonus=0.0))
+    assert [f.doc_id for f in fused] == ["A", "B"]
+    assert fused[0].chunk_id == "A#3"
+    assert fused[1].score == pytest.approx(1 / 62)  # B is the second document, not the third hit
+
+
+def test_linear_minmax_default_weights():
+    bm25 = ranking("bm25", "AB", scores=[10.0, 0.0])
+    vector = ranking("vector", "BA", scores=[0.9, 0.1])
+    fused = {f.doc_id: f.score for f in fuse([bm25, vector], FusionParams(method=FusionMethod.LINEAR))}
+    assert fused["A"] == pytest.approx(0.4)
+    assert fused["B"] == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize("method", list(FusionMethod))
+def test_every_method_handles_empty_inputs(method):
+    params = FusionParams(method=method)
+    assert fuse([], params) == []
+    assert fuse([Ranking("bm25", []), Ranking("vector", [])], params) == []
+
+
+@pytest.mark.parametrize("method", list(FusionMethod))
+def test_every_method_normalises_to_unit_interval_and_orders(method):
+    fused = fuse([ranking("bm25", "ABCDE"), ranking("vector", "EDCBA", scores=[0.9, 0.8, 0.5, 0.4, 0.1])],
+                 FusionParams(method=method))
+    assert fused[0].normalized == pytest.approx(1.0)
+    assert all(0.0 <= f.normalized <= 1.0 for f in fused)
+    assert [f.score for f in fused] == sorted((f.score for f in fused), reverse=True)
+    assert len(fused) == 5
+
+
+@pytest.mark.parametrize("method", list(FusionMethod))
+def test_single_list_keeps_its_order(method):
+    fused = fuse([ranking("bm25", "QWERTY")], FusionParams(method=method))
+    assert [f.doc_id for f in fused] == list("QWERTY")
+
+
+def test_dbsf_clips_outliers():
+    scores = [100.0] + [1.0] * 20
+    fused = fuse([ranking("bm25", [f"d{i}" for i in range(21)], scores=scores)], FusionParams(method=FusionMethod.DBSF))
+    assert fused[0].doc_id == "d0"
+    assert fused[0].score == pytest.approx(0.4)  # clipped at 1.0 x bm25 weight 0.4

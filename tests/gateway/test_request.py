@@ -1,0 +1,42 @@
+import pytest
+
+from hybridsearch.common.config import Settings
+from hybridsearch.common.validation import InvalidArgument
+from hybridsearch.gateway.request import plan_search
+from hybridsearch.v1 import common_pb2, search_pb2
+
+
+def test_defaults():
+    plan = plan_search(search_pb2.SearchRequest(query="q"), Settings())
+    assert (plan.top_k, plan.collection, plan.mode, plan.effort) == (10, "default", common_pb2.RETRIEVAL_MODE_HYBRID, common_pb2.EFFORT_BALANCED)
+    assert plan.rerank_requested is None
+    assert plan.fusion.rrf_k == 60
+
+
+@pytest.mark.parametrize("request_kwargs,message", [
+    ({"query": ""}, "query is empty"),
+    ({"query": "   "}, "query is empty"),
+    ({"query": "x" * 100_000}, "limit is 8192"),
+    ({"query": "q", "top_k": 0}, "top_k must be 1-100"),
+    ({"query": "q", "top_k": 10_000}, "top_k must be 1-100"),
+    ({"query": "q", "offset": -1}, "offset"),
+    ({"query": "q", "collection": "Bad Name!"}, "collection"),
+    ({"query": "q", "min_score": 2.0}, "min_score"),
+    ({"query": "q", "filters": [common_pb2.MetadataFilter(field="", equals="x")]}, "filters[0].field"),
+    ({"query": "q", "filters": [common_pb2.MetadataFilter(field="lang")]}, "no condition"),
+    ({"query": "q", "filters": [common_pb2.MetadataFilter(field="lang", any_of=common_pb2.StringList())]}, "empty"),
+])
+def test_invalid_requests(request_kwargs, message):
+    with pytest.raises(InvalidArgument, match=None) as err:
+        plan_search(search_pb2.SearchRequest(**request_kwargs), Settings())
+    assert message in str(err.value)
+
+
+def test_fusion_override_is_validated_and_applied():
+    from hybridsearch.v1 import fusion_pb2
+
+    plan = plan_search(search_pb2.SearchRequest(query="q", fusion=fusion_pb2.FusionConfig(
+        method=common_pb2.FUSION_METHOD_LINEAR, bm25_weight=0.7)), Settings())
+    assert plan.fusion.method.value == "linear" and plan.fusion.bm25_weight == pytest.approx(0.7)
+    with pytest.raises(InvalidArgument):
+        plan_search(search_pb2.SearchRequest(query="q", fusion=fusion_pb2.FusionConfig(rrf_k=-1)), Settings())

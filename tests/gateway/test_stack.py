@@ -1,0 +1,207 @@
+"""End to end over real loopback gRPC: gateway -> bm25 || vector || expansion (Redis) -> fusion -> Triton."""
+
+from __future__ import annotations
+
+import uuid
+
+import grpc
+import pytest
+import redis
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
+
+from hybridsearch.cli import SAMPLE_CORPUS
+from hybridsearch.corpus import read_folder
+from hybridsearch.v1 import common_pb2, ingest_pb2, search_pb2
+
+pytestmark = pytest.mark.stack
+OK, SKIPPED, FAILED = search_pb2.LEG_STATE_OK, search_pb2.LEG_STATE_SKIPPED, search_pb2.LEG_STATE_FAILED
+
+
+def legs(response):
+    return {leg.name: leg for leg in response.legs}
+
+
+def search(gateway, query, **kwargs):
+    return gateway.search(search_pb2.SearchRequest(query=query, **kwargs))
+
+
+@pytest.fixture(scope="module")
+def sample(gateway):
+    docs = list(read_folder(SAMPLE_CORPUS))
+    total = gateway.index("default", docs)
+    assert total.documents_received == len(docs)
+    return docs
+
+
+def test_the_stack_runs_real_redis_and_triton(stack):
+    notes = "\n".join(stack.notes)
+    assert "redis: started redis-server" in notes
+    assert "triton: started" in notes
+
+
+@pytest.mark.parametrize("service", ["gateway", "bm25", "vector", "expansion", "fusion"])
+def test_every_service_has_health_and_reflection(stack, service):
+    with grpc.insecure_channel(stack.settings.endpoints.addr(service)) as channel:
+        reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        names = ProtoReflectionDescriptorDatabase(channel).get_services()
+    assert "grpc.health.v1.Health" in names
+    assert any(n.startswith("hybridsearch.v1.") for n in names)
+
+
+def test_explained_hybrid_answer(gateway, sample):
+    response = search(gateway, "how are variant queries weighted in rank fusion", explain=True)
+    state = legs(response)
+    assert state["bm25"].state == OK and state["vector"].state == OK
+    assert not response.degraded
+    top = response.hits[0]
+    assert top.doc_id == "fusion.md"
+    assert 0.0 <= top.score <= 1.0 and top.title == "Rank fusion" and top.snippet
+    assert {l.leg for l in top.legs} == {common_pb2.LEG_BM25, common_pb2.LEG_VECTOR}
+    stages = {t.stage for t in response.explain.timings}
+    assert {"retrieve+expand", "fusion", "rerank"} <= stages
+    assert {(rl.leg, rl.kind) for rl in response.explain.leg_lists} >= {
+        (common_pb2.LEG_BM25, common_pb2.QUERY_KIND_ORIGINAL), (common_pb2.LEG_VECTOR, common_pb2.QUERY_KIND_ORIGINAL)}
+    assert response.explain.fusion_order[0] == response.hits[0].doc_id
+
+
+@pytest.mark.parametrize("mode,leg", [(common_pb2.RETRIEVAL_MODE_BM25, "vector"), (common_pb2.RETRIEVAL_MODE_VECTOR, "bm25")])
+def test_single_leg_modes_skip_the_other_leg(gateway, sample, mode, leg):
+    response = search(gateway, "cross-encoder reranking on GPUs", mode=mode, effort=common_pb2.EFFORT_FAST)
+    assert legs(response)[leg].state == SKIPPED
+    assert response.hits and all(len({l.leg for l in h.legs}) == 1 for h in response.hits)
+
+
+def test_paging_and_min_score(gateway, sample):
+    full = search(gateway, "search", top_k=6, effort=common_pb2.EFFORT_FAST)
+    page = search(gateway, "search", top_k=3, offset=3, effort=common_pb2.EFFORT_FAST)
+    assert [h.doc_id for h in page.hits] == [h.doc_id for h in full.hits[3:6]]
+    strict = search(gateway, "search", min_score=0.99, effort=common_pb2.EFFORT_FAST)
+    assert strict.hits and all(h.score >= 0.99 for h in strict.hits)
+
+
+def test_reupsert_is_idempotent(gateway, sample):
+    again = gateway.index("default", sample)
+    assert again.documents_written == 0 and again.documents_unchanged == len(sample)
+
+
+def test_stream_upsert_and_delete_reach_both_stores(gateway):
+    stub = gateway.ingest_stub
+    docs = [ingest_pb2.Document(id=f"d{i}", title=f"note {i}", text=f"zebra crossing number {i}") for i in range(5)]
+    reply = stub.UpsertStream(iter([ingest_pb2.UpsertRequest(collection="lifecycle", documents=docs[:3]),
+                                    ingest_pb2.UpsertRequest(collection="lifecycle", documents=docs[3:])]), timeout=120)
+    assert reply.documents_written == 5
+    assert [s.documents for s in gateway.stats("lifecycle").stores] == [5, 5]
+    assert gateway.delete("lifecycle", ["d0", "d1"]).documents_deleted == 2
+    assert [s.documents for s in gateway.stats("lifecycle").stores] == [3, 3]
+    for mode in (common_pb2.RETRIEVAL_MODE_BM25, common_pb2.RETRIEVAL_MODE_VECTOR):
+        found = search(gateway, "zebra crossing", collection="lifecycle", mode=mode, effort=common_pb2.EFFORT_FAST)
+        assert {h.doc_id for h in found.hits} == {"d2", "d3", "d4"}
+
+
+@pytest.mark.parametrize("mode", [common_pb2.RETRIEVAL_MODE_BM25, common_pb2.RETRIEVAL_MODE_VECTOR, common_pb2.RETRIEVAL_MODE_HYBRID])
+def test_filters_apply_to_every_leg(gateway, mode):
+    docs = [ingest_pb2.Document(id=f"{lang}{i}", text=f"solar energy storage report {i}", metadata={"lang": lang})
+            for lang in ("en", "de") for i in range(3)]
+    gateway.index("filters", docs)
+    only_de = [common_pb2.MetadataFilter(field="lang", equals="de")]
+    response = search(gateway, "solar energy", collection="filters", mode=mode, filters=only_de)
+    assert {h.doc_id for h in response.hits} == {"de0", "de1", "de2"}
+
+
+def test_expansion_cache_miss_then_hit_in_redis(gateway, stack, sample):
+    query = f"which stores receive chunks when documents are ingested {uuid.uuid4().hex[:6]}"
+    first = search(gateway, query, explain=True)
+    second = search(gateway, query, explain=True)
+    assert legs(first)["expansion"].state == OK and legs(second)["expansion"].state == OK
+    assert first.explain.expansion_cache_hit is False
+    assert second.explain.expansion_cache_hit is True
+    assert list(second.explain.lexical_variants) == list(first.explain.lexical_variants)
+    client = redis.Redis.from_url(stack.settings.expansion.redis_url)
+    assert list(client.scan_iter("hybridsearch:expansion:*"))
+
+
+def test_strong_signal_skips_expansion(gateway, sample):
+    response = search(gateway, '"reciprocal rank fusion"')
+    assert legs(response)["expansion"].state == SKIPPED
+    assert legs(response)["expansion"].reason == "quoted phrase"
+
+
+BAD_REQUESTS = {
+    "empty query": search_pb2.SearchRequest(query=""),
+    "100 KB query": search_pb2.SearchRequest(query="word " * 20_000),
+    "top_k 0": search_pb2.SearchRequest(query="q", top_k=0),
+    "top_k 10000": search_pb2.SearchRequest(query="q", top_k=10_000),
+    "filter without field": search_pb2.SearchRequest(query="q", filters=[common_pb2.MetadataFilter(equals="x")]),
+    "filter without condition": search_pb2.SearchRequest(query="q", filters=[common_pb2.MetadataFilter(field="lang")]),
+    "filter with bad field": search_pb2.SearchRequest(query="q", filters=[common_pb2.MetadataFilter(field="a b", equals="x")]),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_REQUESTS))
+def test_bad_search_input_is_invalid_argument(gateway, name):
+    with pytest.raises(grpc.RpcError) as err:
+        gateway.search(BAD_REQUESTS[name], timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.value.details()
+
+
+@pytest.mark.parametrize("doc", [ingest_pb2.Document(id="bad#id", text="x"), ingest_pb2.Document(id="", text="x"),
+                                 ingest_pb2.Document(id="empty"), ingest_pb2.Document(id="m", text="x", metadata={"a b": "1"})])
+def test_bad_documents_are_invalid_argument(gateway, doc):
+    with pytest.raises(grpc.RpcError) as err:
+        gateway.ingest_stub.Upsert(ingest_pb2.UpsertRequest(collection="default", documents=[doc]), timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_untrained_reranker_is_announced_and_not_used_by_default(gateway, sample):
+    response = search(gateway, "how does the reranker blend scores")
+    assert any("untrained" in n for n in response.notices)
+    assert legs(response)["rerank"].state == SKIPPED
+    assert "untrained" in legs(response)["rerank"].reason
+    assert not any(h.reranked for h in response.hits)
+
+
+def test_forced_rerank_calls_triton(gateway, sample):
+    response = search(gateway, "how does the reranker blend scores", rerank=True, explain=True, top_k=20)
+    assert legs(response)["rerank"].state == OK
+    reranked = [h for h in response.hits if h.reranked]
+    assert len(reranked) >= 5
+    assert all(0.0 <= h.rerank_score <= 1.0 for h in reranked)
+    assert len(response.explain.rerank_scores) == len(reranked)
+    assert [h.score for h in response.hits] == sorted((h.score for h in response.hits), reverse=True)
+
+
+@pytest.mark.parametrize("down,alive", [("vector", "bm25"), ("bm25", "vector")])
+def test_a_leg_down_gives_a_degraded_answer(gateway, stack, sample, down, alive):
+    stack.stop_one(down)
+    try:
+        response = search(gateway, "vector search with metadata filters")
+        state = legs(response)
+        assert response.degraded
+        assert state[down].state == FAILED and "UNAVAILABLE" in state[down].reason
+        assert state[alive].state == OK
+        assert response.hits
+        alive_leg = common_pb2.LEG_BM25 if alive == "bm25" else common_pb2.LEG_VECTOR
+        assert all({l.leg for l in h.legs} == {alive_leg} for h in response.hits)
+    finally:
+        stack.start_service(down)
+    assert not search(gateway, "vector search with metadata filters").degraded
+
+
+def test_redis_down_runs_uncached_and_says_so(gateway, stack, sample):
+    stack.stop_one("redis")
+    try:
+        response = search(gateway, f"ingestion of markdown headings {uuid.uuid4().hex[:6]}")
+        assert legs(response)["expansion"].state == OK
+        assert any("Redis" in n for n in response.notices)
+    finally:
+        stack.start_redis()
+
+
+def test_triton_down_still_answers(gateway, stack, sample):
+    stack.stop_one("triton")
+    response = search(gateway, "reranking", rerank=True)
+    assert response.hits
+    assert legs(response)["rerank"].state == FAILED
