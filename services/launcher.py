@@ -27,14 +27,14 @@ from hybridsearch.reranker.triton import start_triton
 SERVICES = ("bm25", "vector", "fusion", "expansion", "gateway")
 
 
-def die_with_parent() -> None:
-    """Runs in each child before exec: Linux sends it SIGTERM when the launcher dies, even by SIGKILL."""
-    try:
-        import ctypes
+def die_with_parent(cmd: list[str]) -> list[str]:
+    """Wraps a child's command so Linux sends it SIGTERM when the launcher dies, even by SIGKILL.
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+    setpriv (util-linux) sets PR_SET_PDEATHSIG and execs; a preexec_fn could do the same, but
+    forking with a preexec_fn deadlocks in a process that runs gRPC threads.
+    """
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *cmd] if setpriv else cmd
 
 
 def port_open(host: str, port: int, timeout: float = 0.3) -> bool:
@@ -85,9 +85,9 @@ class Stack:
         redis_dir = self.settings.data_dir / "redis"
         redis_dir.mkdir(parents=True, exist_ok=True)
         self.procs["redis"] = subprocess.Popen(
-            [binary, "--port", str(port), "--bind", host, "--dir", str(redis_dir.resolve()), "--save", "", "--appendonly", "no"],
+            die_with_parent([binary, "--port", str(port), "--bind", host, "--dir", str(redis_dir.resolve()),
+                             "--save", "", "--appendonly", "no"]),
             stdout=self._log("redis"), stderr=subprocess.STDOUT, start_new_session=True,
-            preexec_fn=die_with_parent,
         )
         self._wait("redis", lambda: port_open(host, port), 15)
         self.notes.append(f"redis: started redis-server on {host}:{port}")
@@ -110,9 +110,8 @@ class Stack:
     def start_service(self, name: str) -> None:
         address = self.settings.endpoints.addr(name)
         self.procs[name] = subprocess.Popen(
-            [sys.executable, "-m", "hybridsearch.cli", "serve", name],
+            die_with_parent([sys.executable, "-m", "hybridsearch.cli", "serve", name]),
             stdout=self._log(name), stderr=subprocess.STDOUT, start_new_session=True, env=dict(os.environ),
-            preexec_fn=die_with_parent,
         )
         self._wait(name, lambda: grpc_healthy(address), 180)
         self.notes.append(f"{name}: serving on {address}")

@@ -105,6 +105,14 @@ def insecure_channel(address: str) -> grpc.aio.Channel:
     """A client channel with retries, OTel context propagation and large messages allowed."""
     return grpc.aio.insecure_channel(
         address,
-        options=[*CHANNEL_OPTIONS, ("grpc.service_config", RETRY_SERVICE_CONFIG), ("grpc.enable_retries", 1)],
+        options=[
+            *CHANNEL_OPTIONS,
+            ("grpc.service_config", RETRY_SERVICE_CONFIG),
+            ("grpc.enable_retries", 1),
+            # A restarted peer is found again within a second, not after minutes of backoff.
+            ("grpc.initial_reconnect_backoff_ms", 100),
+            ("grpc.min_reconnect_backoff_ms", 100),
+            ("grpc.max_reconnect_backoff_ms", 1000),
+        ],
         interceptors=grpc_client_interceptors(),
     )

@@ -116,5 +116,5 @@ def start_triton(settings: Settings, log_file) -> subprocess.Popen:
     cmd, env = triton_command(settings)
     from hybridsearch.launcher import die_with_parent
 
-    return subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=die_with_parent)
+    return subprocess.Popen(die_with_parent(cmd), env=env, stdout=log_file, stderr=subprocess.STDOUT,
+                            start_new_session=True)
