@@ -7,12 +7,9 @@ import grpc
 from hybridsearch.bm25.engine import LexicalEngine
 from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.server import serve
-from hybridsearch.common.store_servicer import StoreServicerMixin
-from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection, check_filters
+from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search
+from hybridsearch.common.validation import InvalidArgument, abort_invalid
 from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2
-
-MAX_QUERIES = 32
-MAX_LIMIT = 1000
 
 
 def build_engine(settings: Settings) -> LexicalEngine:
@@ -30,12 +27,7 @@ class Bm25Servicer(StoreServicerMixin, bm25_pb2_grpc.Bm25ServiceServicer):
 
     async def Search(self, request, context):
         try:
-            collection = check_collection(request.collection)
-            filters = check_filters(request.filters)
-            if not 0 < len(request.queries) <= MAX_QUERIES:
-                raise InvalidArgument(f"send 1-{MAX_QUERIES} queries, got {len(request.queries)}")
-            if not 0 < request.limit <= MAX_LIMIT:
-                raise InvalidArgument(f"limit must be 1-{MAX_LIMIT}, got {request.limit}")
+            collection, filters = check_leg_search(request)
         except InvalidArgument as err:
             await abort_invalid(context, err)
         lists = await self.engine.search(collection, [q.text for q in request.queries], request.limit, filters)

@@ -36,22 +36,27 @@ def _write_manifest(folder: Path, **extra) -> dict:
     return manifest
 
 
+def _export(model, output: str, path: Path, output_axes: dict[int, str]) -> None:
+    import torch
+
+    dummy = torch.ones(2, 16, dtype=torch.long)
+    inputs = ("input_ids", "attention_mask", "token_type_ids")
+    with torch.no_grad():
+        torch.onnx.export(
+            _wrapped(model, output), (dummy, dummy, torch.zeros_like(dummy)), str(path),
+            input_names=list(inputs), output_names=[output],
+            dynamic_axes={n: {0: "batch", 1: "sequence"} for n in inputs} | {output: output_axes},
+            opset_version=17, dynamo=False,
+        )
+
+
 def export_encoder(source: Path, out: Path) -> dict:
     """Bare encoder (last_hidden_state), for mean-pooled sentence embeddings."""
-    import torch
     from transformers import AutoModel
 
     out.mkdir(parents=True, exist_ok=True)
     model = AutoModel.from_pretrained(str(source)).eval()
-    dummy = torch.ones(2, 16, dtype=torch.long)
-    with torch.no_grad():
-        torch.onnx.export(
-            _wrapped(model, "last_hidden_state"), (dummy, dummy, torch.zeros_like(dummy)), str(out / "model.onnx"),
-            input_names=["input_ids", "attention_mask", "token_type_ids"],
-            output_names=["last_hidden_state"],
-            dynamic_axes={n: {0: "batch", 1: "sequence"} for n in ("input_ids", "attention_mask", "token_type_ids", "last_hidden_state")},
-            opset_version=17, dynamo=False,
-        )
+    _export(model, "last_hidden_state", out / "model.onnx", {0: "batch", 1: "sequence"})
     return _write_manifest(out, source=str(source), kind="encoder")
 
 
@@ -65,17 +70,8 @@ def export_cross_encoder(source: Path, out: Path, *, fresh_head_seed: int | None
     if fresh_head_seed is not None:
         torch.manual_seed(fresh_head_seed)
     model = AutoModelForSequenceClassification.from_pretrained(str(source), num_labels=1).eval()
-    dummy = torch.ones(2, 16, dtype=torch.long)
-    with torch.no_grad():
-        torch.onnx.export(
-            _wrapped(model, "logits"), (dummy, dummy, torch.zeros_like(dummy)), str(out / "model.onnx"),
-            input_names=["input_ids", "attention_mask", "token_type_ids"],
-            output_names=["logits"],
-            dynamic_axes={n: {0: "batch", 1: "sequence"} for n in ("input_ids", "attention_mask", "token_type_ids")} | {"logits": {0: "batch"}},
-            opset_version=17, dynamo=False,
-        )
-    tok = source / "tokenizer.json"
-    (out / "tokenizer.json").write_bytes(tok.read_bytes())
+    _export(model, "logits", out / "model.onnx", {0: "batch"})
+    (out / "tokenizer.json").write_bytes((source / "tokenizer.json").read_bytes())
     info = dict(card or {})
     info.setdefault("trained", fresh_head_seed is None)
     return _write_manifest(out, source=str(source), kind="cross-encoder", **info)

@@ -2,10 +2,31 @@
 
 from __future__ import annotations
 
-from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection, check_doc_id
+from hybridsearch.common.validation import (
+    InvalidArgument,
+    abort_invalid,
+    check_collection,
+    check_doc_id,
+    check_filters,
+)
 from hybridsearch.v1 import common_pb2
 
 MAX_CHUNKS_PER_REQUEST = 20_000
+MAX_QUERIES = 32
+MAX_LIMIT = 1000
+
+
+def check_leg_search(request: common_pb2.LegSearchRequest) -> tuple[str, list[common_pb2.MetadataFilter]]:
+    """(collection, filters) of a valid leg search; raises InvalidArgument otherwise."""
+    collection = check_collection(request.collection)
+    filters = check_filters(request.filters)
+    if not 0 < len(request.queries) <= MAX_QUERIES:
+        raise InvalidArgument(f"send 1-{MAX_QUERIES} queries, got {len(request.queries)}")
+    if not 0 < request.limit <= MAX_LIMIT:
+        raise InvalidArgument(f"limit must be 1-{MAX_LIMIT}, got {request.limit}")
+    if not 0 <= request.feedback_docs <= 50:
+        raise InvalidArgument("feedback_docs must be 0-50")
+    return collection, filters
 
 
 class StoreServicerMixin:

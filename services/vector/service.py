@@ -10,15 +10,12 @@ import numpy as np
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.server import serve
-from hybridsearch.common.store_servicer import StoreServicerMixin
+from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search
 from hybridsearch.common.stores import UpsertResult
-from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection, check_filters
+from hybridsearch.common.validation import InvalidArgument, abort_invalid
 from hybridsearch.v1 import common_pb2, vector_pb2, vector_pb2_grpc
 from hybridsearch.vector.embedder import OnnxEmbedder
 from hybridsearch.vector.store import QdrantStore
-
-MAX_QUERIES = 32
-MAX_LIMIT = 1000
 
 
 class VectorEngine:
@@ -97,14 +94,7 @@ class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
 
     async def Search(self, request, context):
         try:
-            collection = check_collection(request.collection)
-            filters = check_filters(request.filters)
-            if not 0 < len(request.queries) <= MAX_QUERIES:
-                raise InvalidArgument(f"send 1-{MAX_QUERIES} queries, got {len(request.queries)}")
-            if not 0 < request.limit <= MAX_LIMIT:
-                raise InvalidArgument(f"limit must be 1-{MAX_LIMIT}, got {request.limit}")
-            if not 0 <= request.feedback_docs <= 50:
-                raise InvalidArgument("feedback_docs must be 0-50")
+            collection, filters = check_leg_search(request)
         except InvalidArgument as err:
             await abort_invalid(context, err)
         lists = await self.engine.search(collection, list(request.queries), request.limit, filters, request.feedback_docs)
