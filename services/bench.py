@@ -3,6 +3,7 @@ in each mode, and score the runs with ranx (trec_eval definitions: graded gains 
 
 from __future__ import annotations
 
+import hashlib
 import re
 import statistics
 import time
@@ -12,6 +13,7 @@ from pathlib import Path
 from ranx import Qrels, Run, evaluate
 
 from hybridsearch.client import GatewayClient
+from hybridsearch.common.config import Settings
 from hybridsearch.corpus import beir_corpus_file, read_documents, read_qrels, read_queries
 from hybridsearch.v1 import common_pb2, search_pb2
 
@@ -38,14 +40,19 @@ BENCH_MODES: dict[str, BenchMode] = {
     "bm25": BenchMode(common_pb2.RETRIEVAL_MODE_BM25, common_pb2.EFFORT_FAST),
     "vector": BenchMode(common_pb2.RETRIEVAL_MODE_VECTOR, common_pb2.EFFORT_FAST),
     "hybrid": BenchMode(common_pb2.RETRIEVAL_MODE_HYBRID, common_pb2.EFFORT_FAST),
-    "expansion": BenchMode(common_pb2.RETRIEVAL_MODE_HYBRID, common_pb2.EFFORT_BALANCED, rerank=False),
+    # THOROUGH expands with the LLM when one is configured, else with pseudo-relevance feedback.
+    "expansion": BenchMode(common_pb2.RETRIEVAL_MODE_HYBRID, common_pb2.EFFORT_THOROUGH, rerank=False),
     "rerank": BenchMode(common_pb2.RETRIEVAL_MODE_HYBRID, common_pb2.EFFORT_FAST, rerank=True),
     "default": BenchMode(),
 }
 
 
-def collection_name(folder: Path) -> str:
-    return "bench-" + re.sub(r"[^a-z0-9_-]+", "-", folder.resolve().name.lower())[:50]
+def collection_name(folder: Path, settings: Settings) -> str:
+    """One bench collection per dataset and per index-time setting, so a cached index is never stale."""
+    index_time = (settings.bm25.stemmer, settings.bm25.stopwords, settings.vector.embedder,
+                  settings.vector.max_seq_length, settings.chunk_words, settings.chunk_overlap_words)
+    fingerprint = hashlib.sha1(repr(index_time).encode()).hexdigest()[:8]
+    return f"bench-{re.sub(r'[^a-z0-9_-]+', '-', folder.resolve().name.lower())[:40]}-{fingerprint}"
 
 
 def ensure_indexed(client: GatewayClient, folder: Path, collection: str, progress=None) -> int:

@@ -192,7 +192,7 @@ def bench(
         stack = Stack(settings).start()
     try:
         client = _gateway()
-        collection = collection_name(folder)
+        collection = collection_name(folder, settings)
         queries, qrels = load_judged_queries(folder)
         if limit:
             queries = dict(list(queries.items())[:limit])
@@ -218,6 +218,44 @@ def bench(
     for mode, r in results.items():
         table.add_row(mode, f"{r['ndcg@10']:.4f}", f"{r['recall@100']:.4f}", f"{r['mrr@10']:.4f}", f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}")
     Console().print(table)
+
+
+@app.command()
+def levers(
+    folders: Annotated[list[Path], typer.Argument(exists=True, file_okay=False, help="BEIR-layout folders")],
+    out: Annotated[Optional[Path], typer.Option(help="write the markdown table here")] = None,
+    json_out: Annotated[Optional[Path], typer.Option("--json-out", help="write every metric as JSON here")] = None,
+    dense: Annotated[bool, typer.Option(help="also the levers that re-embed the corpus (slow)")] = False,
+    groups: Annotated[str, typer.Option(help="comma list of bm25,vector,fusion,expansion ('' = all)")] = "",
+):
+    """The lever table: every quality lever over every collection, in process (embeddings cached)."""
+    from hybridsearch.quality.sweep import run_table, to_markdown
+
+    settings = get_settings()
+
+    def progress(name, label, scores, seconds):
+        console.print(f"{name:10s} {scores['ndcg@10']:.4f}  {label}  [dim]{seconds:.1f}s[/]")
+
+    table = run_table(folders, settings, settings.data_dir / "cache", dense,
+                      set(groups.split(",")) if groups else None, progress)
+    markdown = to_markdown(table)
+    print(markdown)
+    if out:
+        write_between_markers(out, "levers", markdown)
+    if json_out:
+        json_out.write_text(json.dumps(table, indent=1) + "\n")
+
+
+def write_between_markers(path: Path, name: str, content: str) -> None:
+    """Replaces what sits between <!-- name:start --> and <!-- name:end --> (the prose around it stays)."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    block = f"{start}\n{content}\n{end}"
+    text = path.read_text() if path.exists() else ""
+    if start in text and end in text:
+        text = text[: text.index(start)] + block + text[text.index(end) + len(end):]
+    else:
+        text = (text + "\n\n" if text else "") + block + "\n"
+    path.write_text(text)
 
 
 @app.command("export-models")

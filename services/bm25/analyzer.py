@@ -12,11 +12,14 @@ import re
 from functools import lru_cache
 
 import Stemmer
+from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 LUCENE_ENGLISH_STOPWORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then "
     "there these they this to was will with".split()
 )
+# en_plus: NLTK's English list as bm25s ships it (179 words); an OpenSearch stop filter takes it as is.
+STOPWORD_LISTS = {"lucene": LUCENE_ENGLISH_STOPWORDS, "en_plus": frozenset(STOPWORDS_EN_PLUS), "none": frozenset()}
 TOKEN = re.compile(r"\w+", re.UNICODE)
 POSSESSIVE = re.compile(r"['’]s\b")
 MAX_TOKEN_CHARS = 255
@@ -25,7 +28,9 @@ MAX_TOKEN_CHARS = 255
 class EnglishAnalyzer:
     def __init__(self, stemmer: str = "porter", stopwords: str = "lucene") -> None:
         self._stemmer = Stemmer.Stemmer(stemmer)
-        self._stop = LUCENE_ENGLISH_STOPWORDS if stopwords == "lucene" else frozenset()
+        if stopwords not in STOPWORD_LISTS:
+            raise ValueError(f"unknown stopword list {stopwords!r}: choose one of {', '.join(STOPWORD_LISTS)}")
+        self._stop = STOPWORD_LISTS[stopwords]
         self.name = f"{stemmer}+{stopwords}-stopwords"
 
     @lru_cache(maxsize=200_000)

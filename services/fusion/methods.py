@@ -1,4 +1,4 @@
-"""Rank fusion, usable on its own (no gRPC): weighted RRF, min-max linear combination, DBSF.
+"""Rank fusion, usable on its own (no gRPC): weighted RRF, min-max or z-score linear combination, DBSF.
 
 Input: ranked lists of (doc_id, chunk_id, score), each tagged with the leg (bm25/vector) and the
 query kind (original, variant, HyDE, feedback) that produced it. Chunks are first collapsed to the
@@ -15,6 +15,7 @@ from enum import Enum
 class FusionMethod(str, Enum):
     RRF = "rrf"
     LINEAR = "linear"
+    ZSCORE = "zscore"
     DBSF = "dbsf"
 
 
@@ -52,6 +53,9 @@ class FusionParams:
     top_rank_window: int = 5
     bm25_weight: float = 0.4
     vector_weight: float = 0.6
+    # RRF per-leg weights (multiply the per-kind weight); 1/1 is GNO's and CodeRAG's plain RRF.
+    rrf_bm25_weight: float = 1.0
+    rrf_vector_weight: float = 1.0
 
     def kind_weight(self, kind: QueryKind) -> float:
         return {
@@ -63,6 +67,8 @@ class FusionParams:
         }[kind]
 
     def leg_weight(self, leg: str) -> float:
+        if self.method is FusionMethod.RRF:
+            return self.rrf_bm25_weight if leg == "bm25" else self.rrf_vector_weight
         return self.bm25_weight if leg == "bm25" else self.vector_weight
 
 
@@ -101,6 +107,18 @@ def _minmax(scores: list[float]) -> list[float]:
     return [(s - lo) / (hi - lo) for s in scores]
 
 
+def _zscore(scores: list[float]) -> list[float]:
+    """Standard scores, shifted so the list's lowest is 0 (a missing document contributes nothing)."""
+    n = len(scores)
+    mean = sum(scores) / n
+    std = math.sqrt(sum((s - mean) ** 2 for s in scores) / n)
+    if std < 1e-12:
+        return [1.0] * n
+    z = [(s - mean) / std for s in scores]
+    low = min(z)
+    return [v - low for v in z]
+
+
 def _dbsf(scores: list[float]) -> list[float]:
     """Distribution-based score fusion: scale by mean +- 3 standard deviations, clip to [0, 1]."""
     n = len(scores)
@@ -110,6 +128,9 @@ def _dbsf(scores: list[float]) -> list[float]:
         return [1.0] * n
     lo, hi = mean - 3 * std, mean + 3 * std
     return [min(1.0, max(0.0, (s - lo) / (hi - lo))) for s in scores]
+
+
+NORMALIZERS = {FusionMethod.LINEAR: _minmax, FusionMethod.ZSCORE: _zscore, FusionMethod.DBSF: _dbsf}
 
 
 def fuse(rankings: list[Ranking], params: FusionParams | None = None, limit: int | None = None) -> list[Fused]:
@@ -124,12 +145,12 @@ def fuse(rankings: list[Ranking], params: FusionParams | None = None, limit: int
         if not items:
             continue
         weight = ranking.weight if ranking.weight is not None else params.kind_weight(ranking.kind)
+        weight *= params.leg_weight(ranking.leg)
         if params.method is FusionMethod.RRF:
             contributions = [weight / (params.rrf_k + r) for r in range(1, len(items) + 1)]
         else:
-            norm = _minmax if params.method is FusionMethod.LINEAR else _dbsf
-            leg_w = params.leg_weight(ranking.leg)
-            contributions = [weight * leg_w * s for s in norm([it.score for it in items])]
+            norm = NORMALIZERS[params.method]
+            contributions = [weight * s for s in norm([it.score for it in items])]
         if ranking.kind is QueryKind.ORIGINAL and ranking.leg in top_original:
             top_original[ranking.leg].update(it.doc_id for it in items[: params.top_rank_window])
         for rank, (it, contribution) in enumerate(zip(items, contributions), start=1):

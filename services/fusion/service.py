@@ -31,9 +31,12 @@ METHODS = {
     common_pb2.FUSION_METHOD_RRF: FusionMethod.RRF,
     common_pb2.FUSION_METHOD_LINEAR: FusionMethod.LINEAR,
     common_pb2.FUSION_METHOD_DBSF: FusionMethod.DBSF,
+    common_pb2.FUSION_METHOD_ZSCORE: FusionMethod.ZSCORE,
 }
 METHOD_ENUM = {v: k for k, v in METHODS.items()}
 MAX_LISTS = 64
+OVERRIDABLE = ("rrf_k", "bm25_weight", "vector_weight", "variant_weight", "hyde_weight", "top_rank_bonus",
+               "rrf_bm25_weight", "rrf_vector_weight")
 
 
 def resolve_params(override: fusion_pb2.FusionConfig, defaults: FusionSettings) -> FusionParams:
@@ -42,12 +45,13 @@ def resolve_params(override: fusion_pb2.FusionConfig, defaults: FusionSettings) 
         method=FusionMethod(defaults.method), rrf_k=defaults.rrf_k, variant_weight=defaults.variant_weight,
         hyde_weight=defaults.hyde_weight, feedback_weight=defaults.feedback_weight,
         top_rank_bonus=defaults.top_rank_bonus, bm25_weight=defaults.bm25_weight, vector_weight=defaults.vector_weight,
+        rrf_bm25_weight=defaults.rrf_bm25_weight, rrf_vector_weight=defaults.rrf_vector_weight,
     )
     if override.method:
         if override.method not in METHODS:
             raise InvalidArgument(f"unknown fusion method {override.method}")
         params.method = METHODS[override.method]
-    for name in ("rrf_k", "bm25_weight", "vector_weight", "variant_weight", "hyde_weight", "top_rank_bonus"):
+    for name in OVERRIDABLE:
         value = getattr(override, name)
         if value < 0 or value != value or value > 1e6:
             raise InvalidArgument(f"fusion.{name} must be a finite number >= 0, got {value}")
@@ -61,6 +65,7 @@ def params_to_proto(params: FusionParams) -> fusion_pb2.FusionConfig:
         method=METHOD_ENUM[params.method], rrf_k=params.rrf_k, bm25_weight=params.bm25_weight,
         vector_weight=params.vector_weight, variant_weight=params.variant_weight,
         hyde_weight=params.hyde_weight, top_rank_bonus=params.top_rank_bonus,
+        rrf_bm25_weight=params.rrf_bm25_weight, rrf_vector_weight=params.rrf_vector_weight,
     )
 
 

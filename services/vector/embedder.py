@@ -74,3 +74,50 @@ class OnnxEmbedder:
             pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
             out[idx] = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
         return out
+
+
+class EmbeddingCache:
+    """Passage vectors on disk keyed by (embedder, max length, text): re-ingesting a collection (a new
+    BM25 analyzer, a rebuilt index, a bench) costs no re-embedding. SQLite WAL: several processes
+    (the vector service, `hybridsearch levers`) can share one file."""
+
+    def __init__(self, path: Path, embedder: OnnxEmbedder, max_seq_length: int) -> None:
+        import sqlite3
+        import threading
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.embedder = embedder
+        self.name, self.dim, self.batch_size = embedder.name, embedder.dim, embedder.batch_size
+        self._prefix = f"{embedder.name}\x1f{max_seq_length}\x1f".encode()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL)")
+        self._lock = threading.Lock()
+
+    def _key(self, text: str) -> bytes:
+        import hashlib
+
+        return hashlib.blake2b(self._prefix + text.encode(), digest_size=16).digest()
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        keys = [self._key(t) for t in texts]
+        found: dict[bytes, np.ndarray] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                part = keys[start : start + 500]
+                rows = self._db.execute(
+                    f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(part))})", part
+                ).fetchall()
+                found.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        if missing:
+            fresh = self.embedder.embed([texts[i] for i in missing])
+            with self._lock:
+                self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+                                     [(keys[i], fresh[j].tobytes()) for j, i in enumerate(missing)])
+            for j, i in enumerate(missing):
+                found[keys[i]] = fresh[j]
+        for i, k in enumerate(keys):
+            out[i] = found[k]
+        return out

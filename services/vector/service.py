@@ -14,7 +14,7 @@ from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_sea
 from hybridsearch.common.stores import UpsertResult
 from hybridsearch.common.validation import InvalidArgument, abort_invalid
 from hybridsearch.v1 import common_pb2, vector_pb2, vector_pb2_grpc
-from hybridsearch.vector.embedder import OnnxEmbedder
+from hybridsearch.vector.embedder import EmbeddingCache, OnnxEmbedder
 from hybridsearch.vector.store import QdrantStore
 
 
@@ -23,7 +23,11 @@ class VectorEngine:
 
     def __init__(self, settings: Settings) -> None:
         cfg = settings.vector
-        self.embedder = OnnxEmbedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size)
+        embedder = OnnxEmbedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size)
+        self.query_embedder = embedder
+        # Passages go through the on-disk cache; queries are embedded fresh (they rarely repeat verbatim).
+        self.embedder = (EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite", embedder, cfg.max_seq_length)
+                         if cfg.embedding_cache else embedder)
         if cfg.engine == "embedded":
             self.store = QdrantStore(path=settings.data_dir / "qdrant", dim=self.embedder.dim)
         elif cfg.engine == "qdrant":
@@ -33,8 +37,9 @@ class VectorEngine:
         self.feedback_weight = cfg.feedback_weight
         self.name = f"{self.store.name}+{self.embedder.name}"
 
-    async def embed(self, texts: list[str]) -> np.ndarray:
-        return await asyncio.to_thread(self.embedder.embed, texts)
+    async def embed(self, texts: list[str], passages: bool = True) -> np.ndarray:
+        embedder = self.embedder if passages else self.query_embedder
+        return await asyncio.to_thread(embedder.embed, texts)
 
     async def upsert(self, collection: str, chunks: list[common_pb2.Chunk]) -> UpsertResult:
         changed, unchanged = await self.store.changed_documents(collection, chunks)
@@ -59,7 +64,7 @@ class VectorEngine:
 
     async def search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int, filters,
                      feedback_docs: int = 0) -> list[common_pb2.RankedList]:
-        vectors = await self.embed([q.text for q in queries])
+        vectors = await self.embed([q.text for q in queries], passages=False)
         results = await self.store.search(collection, vectors, limit, filters, with_vectors=feedback_docs > 0)
         lists = [self._ranked(q.kind, q.text, points) for q, points in zip(queries, results)]
         if feedback_docs > 0 and results and results[0]:

@@ -88,3 +88,22 @@ def test_dbsf_clips_outliers():
     fused = fuse([ranking("bm25", [f"d{i}" for i in range(21)], scores=scores)], FusionParams(method=FusionMethod.DBSF))
     assert fused[0].doc_id == "d0"
     assert fused[0].score == pytest.approx(0.4)  # clipped at 1.0 x bm25 weight 0.4
+
+
+def test_zscore_worked_example():
+    # bm25 scores 3, 2, 1 -> z = 1.2247, 0, -1.2247 -> shifted 2.449, 1.2247, 0; vector 0.5 / 0.5 -> all 1.0
+    bm25 = ranking("bm25", "ABC", scores=[3.0, 2.0, 1.0])
+    vector = ranking("vector", "CB", scores=[0.5, 0.5])
+    fused = {f.doc_id: f.score for f in fuse([bm25, vector], FusionParams(method=FusionMethod.ZSCORE))}
+    assert fused["A"] == pytest.approx(0.4 * 2.449490, rel=1e-5)
+    assert fused["B"] == pytest.approx(0.4 * 1.224745 + 0.6 * 1.0, rel=1e-5)
+    assert fused["C"] == pytest.approx(0.6 * 1.0)
+
+
+def test_rrf_leg_weights_scale_each_leg():
+    params = FusionParams(top_rank_bonus=0.0, rrf_bm25_weight=1.0, rrf_vector_weight=2.0)
+    fused = {f.doc_id: f.score for f in fuse([ranking("bm25", "A"), ranking("vector", "B"),
+                                               ranking("vector", "C", QueryKind.SEMANTIC_VARIANT)], params)}
+    assert fused["A"] == pytest.approx(1 / 61)
+    assert fused["B"] == pytest.approx(2 / 61)
+    assert fused["C"] == pytest.approx(2 * 0.5 / 61)  # leg weight times the variant weight
