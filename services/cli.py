@@ -246,6 +246,27 @@ def levers(
         json_out.write_text(json.dumps(table, indent=1) + "\n")
 
 
+@app.command()
+def tune(
+    folders: Annotated[list[Path], typer.Argument(exists=True, file_okay=False, help="BEIR-layout folders")],
+    out: Annotated[Optional[Path], typer.Option(help="write the ranking here (markdown)")] = None,
+    json_out: Annotated[Optional[Path], typer.Option("--json-out", help="every combination's figures as JSON")] = None,
+    top: int = 15,
+):
+    """Rank combinations of levers by their worst margin over the best competing design per collection."""
+    from hybridsearch.quality.tune import run_tuning, to_markdown
+
+    settings = get_settings()
+    table = run_tuning(folders, settings, settings.data_dir / "cache",
+                       lambda name, bar: console.print(f"{name}: bar {bar:.4f} done"))
+    markdown = to_markdown(table, top)
+    print(markdown)
+    if out:
+        write_between_markers(out, "tune", markdown)
+    if json_out:
+        json_out.write_text(json.dumps(table, indent=1) + "\n")
+
+
 def write_between_markers(path: Path, name: str, content: str) -> None:
     """Replaces what sits between <!-- name:start --> and <!-- name:end --> (the prose around it stays)."""
     start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
@@ -259,20 +280,72 @@ def write_between_markers(path: Path, name: str, content: str) -> None:
 
 
 @app.command("export-models")
-def export_models(force: bool = False):
-    """Export the fp32 embedder and the reranker to ONNX under data_dir/models (needs the [export] extra)."""
+def export_models(
+    force: bool = False,
+    reranker_from: Annotated[Optional[Path], typer.Option(help="a Hugging Face cross-encoder folder to serve instead")] = None,
+    pins: Annotated[Optional[Path], typer.Option(help="sha256sum-format pins for --reranker-from's files")] = None,
+    untrained: Annotated[bool, typer.Option(help="serve the untrained placeholder even when a model ships")] = False,
+):
+    """Export the fp32 embedder and install the reranker (shipped int8 model, a folder, or the placeholder)."""
     from hybridsearch.common.models import minilm_dir, models_dir
     from hybridsearch.common.onnx_export import export_cross_encoder, export_encoder
+    from hybridsearch.reranker.export import check_pins, install_shipped
 
     out = models_dir()
     if force or not (out / "minilm-fp32" / "manifest.json").exists():
         console.print("exporting all-MiniLM-L6-v2 encoder (fp32 ONNX)…")
         export_encoder(minilm_dir(), out / "minilm-fp32")
-    if force or not (out / "reranker" / "manifest.json").exists():
+    if reranker_from:
+        check_pins(reranker_from, pins)
+        console.print(f"exporting the cross-encoder in {reranker_from} (fp32 ONNX)…")
+        export_cross_encoder(reranker_from, out / "reranker", card={"name": reranker_from.name, "source": str(reranker_from)})
+    elif not untrained and install_shipped(out / "reranker"):
+        console.print(f"reranker: the trained model shipped in the package → {out / 'reranker'}")
+    elif force or untrained or not (out / "reranker" / "manifest.json").exists():
         console.print("exporting the reranker placeholder: MiniLM weights + fresh classification head (UNTRAINED)…")
         export_cross_encoder(minilm_dir(), out / "reranker", fresh_head_seed=0,
                              card={"name": "minilm-l6-untrained-head", "note": "fresh classification head; not for ranking"})
     console.print(f"models in {out}")
+
+
+@app.command("train-reranker")
+def train_reranker(
+    max_length: int = 128,
+    layers: Annotated[int, typer.Option(help="keep the first N transformer layers (0 = all 6)")] = 0,
+    batch_size: Annotated[int, typer.Option(help="queries per step")] = 16,
+    in_batch: Annotated[int, typer.Option(help="other queries' positives added to each group")] = 2,
+    epochs: float = 1.0,
+    max_steps: int = 0,
+    max_minutes: Annotated[float, typer.Option(help="training time budget (0 = none)")] = 75.0,
+    lr: float = 5e-5,
+    seed: int = 13,
+    val_queries: int = 200,
+    val_pool: int = 20,
+    eval_every: int = 200,
+    limit_triples: int = 0,
+    device: str = "auto",
+    base_model: Annotated[Optional[Path], typer.Option(help="start from this folder (default: pinned MiniLM)")] = None,
+    out: Path = Path("var/models/reranker-trained"),
+    ship: Annotated[bool, typer.Option(help="copy the int8 export into the package for `make run`")] = False,
+):
+    """Fine-tune a cross-encoder from MiniLM on ../shared/training, export ONNX fp32 + int8 with a model card."""
+    from hybridsearch.reranker.export import export_trained, ship as ship_model
+    from hybridsearch.reranker.train import TrainConfig, build_validation, train
+
+    cfg = TrainConfig(max_length=max_length, layers=layers, batch_size=batch_size, in_batch=in_batch, epochs=epochs,
+                      max_steps=max_steps, max_minutes=max_minutes, lr=lr, seed=seed, val_queries=val_queries,
+                      val_pool=val_pool, eval_every=eval_every, limit_triples=limit_triples, device=device,
+                      base_model=base_model, out=out)
+    card = train(cfg, progress=console.print)
+    if not (out / "config.json").exists():
+        raise typer.Exit(f"no checkpoint beat the untrained model on validation; nothing exported ({card})")
+    validation = build_validation(cfg.heldout, cfg.val_queries, cfg.val_pool, cfg.seed)
+    manifests = export_trained(out, card, validation)
+    for precision, manifest in manifests.items():
+        console.print(f"ONNX {precision}: {manifest['size_mb']} MB, validation MRR@10 {manifest.get('onnx_validation_mrr10')}")
+    if ship:
+        console.print(f"shipped the int8 model to {ship_model(out / 'onnx-int8', card, manifests)}")
+    print(json.dumps({"card": {k: v for k, v in card.items() if k != "log"}, "onnx": manifests}, indent=1))
 
 
 @app.command("run-demo")

@@ -127,9 +127,10 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         # Stage 1: both legs and expansion at once.
         t = time.perf_counter()
         bm25_task = self._leg("bm25", plan, originals, depth, deadline, trace) if plan.uses_bm25 else None
+        # Rocchio feedback is query-side expansion too: FAST runs the bare legs.
+        feedback = 0 if plan.effort == common_pb2.EFFORT_FAST else self.settings.vector.feedback_docs
         vector_task = (
-            self._leg("vector", plan, originals, depth, deadline, trace, feedback=self.settings.vector.feedback_docs)
-            if plan.uses_vector else None
+            self._leg("vector", plan, originals, depth, deadline, trace, feedback=feedback) if plan.uses_vector else None
         )
         expand_task = self._expand(plan, deadline, trace)
         await asyncio.gather(*(x for x in (bm25_task, vector_task, expand_task) if x is not None))

@@ -11,7 +11,8 @@ import onnxruntime as ort
 import triton_python_backend_utils as pb_utils
 from tokenizers import Tokenizer
 
-MAX_LENGTH = int(os.environ.get("HYBRIDSEARCH_RERANK_MAX_LENGTH", "256"))
+# The length the model was trained with (manifest) unless the environment overrides it.
+DEFAULT_MAX_LENGTH = 256
 CHUNK = 32  # pairs per ONNX run: bounds padding waste and memory
 
 
@@ -23,7 +24,8 @@ class TritonPythonModel:
         if digest != manifest["sha256"]:
             raise pb_utils.TritonModelException(f"model.onnx sha256 {digest} != manifest {manifest['sha256']}")
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self.tokenizer.enable_truncation(max_length=MAX_LENGTH)
+        max_length = int(os.environ.get("HYBRIDSEARCH_RERANK_MAX_LENGTH", manifest.get("max_length", DEFAULT_MAX_LENGTH)))
+        self.tokenizer.enable_truncation(max_length=max_length, strategy="only_second")
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = int(os.environ.get("HYBRIDSEARCH_RERANK_THREADS", "2"))

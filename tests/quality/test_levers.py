@@ -1,0 +1,62 @@
+"""The lever harness and the tuning ranking on a tiny BEIR-layout collection written by the test."""
+
+import json
+
+import pytest
+
+from hybridsearch.common.config import Settings
+from hybridsearch.fusion.methods import FusionMethod
+from hybridsearch.quality.levers import Dataset, Levers, variant
+from hybridsearch.quality.sweep import setup_from_settings
+from hybridsearch.quality.tune import to_markdown
+
+DOCS = {
+    "d1": ("Reciprocal rank fusion", "Fusion of ranked lists by summing reciprocal ranks with a constant k."),
+    "d2": ("Cross-encoder reranking", "A cross-encoder scores each query and passage pair jointly."),
+    "d3": ("Stemming", "The Porter stemmer strips suffixes so that index and indexing match."),
+    "d4": ("Vector search", "Dense embeddings of passages are compared by cosine similarity."),
+}
+QUERIES = {"q1": "how does reciprocal rank fusion combine lists", "q2": "cosine similarity of dense embeddings"}
+QRELS = {"q1": {"d1": 1}, "q2": {"d4": 1}}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("tiny")
+    (tmp_path / "corpus.jsonl").write_text("".join(
+        json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, (t, x) in DOCS.items()))
+    (tmp_path / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in QUERIES.items()))
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"{q}\t{d}\t{s}\n" for q, r in QRELS.items() for d, s in r.items()))
+    return Dataset.load(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def levers(tiny, tmp_path_factory):
+    return Levers(tiny, tmp_path_factory.mktemp("cache"))
+
+
+@pytest.mark.parametrize("method", list(FusionMethod))
+def test_every_fusion_method_finds_the_obvious_answers(levers, method):
+    setup = variant(setup_from_settings(Settings()), fusion__method=method)
+    scores = levers.evaluate(setup)
+    assert scores["ndcg@10"] == pytest.approx(1.0)
+    assert scores["mrr@10"] == pytest.approx(1.0)
+
+
+def test_a_leg_with_no_matching_term_scores_zero(tiny, tmp_path):
+    from dataclasses import replace
+
+    unmatched = replace(tiny, queries={"q1": "zzzz qqqq"}, qrels={"q1": {"d1": 1}})
+    levers = Levers(unmatched, tmp_path / "cache")
+    assert levers.evaluate(variant(setup_from_settings(Settings()), legs=("bm25",), prf_docs=0))["ndcg@10"] == 0.0
+
+
+def test_ranking_table_puts_the_default_row_in_view():
+    table = {"collections": ["a"], "bars": {"a": 0.5},
+             "candidates": [{"label": f"c{i}", "ndcg@10": {"a": 0.6 - i / 100}, "mean": 0.6 - i / 100,
+                             "worst_margin": 0.1 - i / 100} for i in range(5)]
+             + [{"label": "default (current settings)", "ndcg@10": {"a": 0.4}, "mean": 0.4, "worst_margin": -0.1}]}
+    markdown = to_markdown(table, top=2)
+    assert "| 1 | c0 |" in markdown and "| 6 | default (current settings) |" in markdown and "c3" not in markdown
