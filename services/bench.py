@@ -105,3 +105,13 @@ def load_judged_queries(folder: Path) -> tuple[dict[str, str], dict[str, dict[st
     queries = {q: t for q, t in read_queries(folder).items() if q in qrels}  # unjudged queries are skipped
     qrels = {q: r for q, r in qrels.items() if q in queries}
     return queries, qrels
+
+
+def to_markdown(results: list[dict], metric: str = "ndcg@10") -> str:
+    """One row per collection, one column per mode (metric, and p50 latency in ms)."""
+    modes = list(dict.fromkeys(m for r in results for m in r["modes"]))
+    lines = [f"| collection | {' | '.join(modes)} |", "|---|" + "---|" * len(modes)]
+    for r in results:
+        cells = [f"{r['modes'][m][metric]:.4f} ({r['modes'][m]['p50_ms']:.0f} ms)" if m in r["modes"] else "" for m in modes]
+        lines.append(f"| {r['dataset']} | {' | '.join(cells)} |")
+    return "\n".join(lines)

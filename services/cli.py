@@ -248,23 +248,43 @@ def levers(
 
 @app.command()
 def tune(
-    folders: Annotated[list[Path], typer.Argument(exists=True, file_okay=False, help="BEIR-layout folders")],
+    folders: Annotated[Optional[list[Path]], typer.Argument(exists=True, file_okay=False, help="BEIR-layout folders")] = None,
     out: Annotated[Optional[Path], typer.Option(help="write the ranking here (markdown)")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json-out", help="every combination's figures as JSON")] = None,
     top: int = 15,
+    merge: Annotated[Optional[list[Path]], typer.Option(help="merge earlier --json-out files instead of running")] = None,
 ):
     """Rank combinations of levers by their worst margin over the best competing design per collection."""
-    from hybridsearch.quality.tune import run_tuning, to_markdown
+    from hybridsearch.quality.tune import merge as merge_tables, run_tuning, to_markdown
 
     settings = get_settings()
-    table = run_tuning(folders, settings, settings.data_dir / "cache",
-                       lambda name, bar: console.print(f"{name}: bar {bar:.4f} done"))
+    if merge:
+        table = merge_tables([json.loads(f.read_text()) for f in merge])
+    else:
+        table = run_tuning(folders, settings, settings.data_dir / "cache",
+                           lambda name, bar: console.print(f"{name}: bar {bar:.4f} done"))
     markdown = to_markdown(table, top)
     print(markdown)
     if out:
         write_between_markers(out, "tune", markdown)
     if json_out:
         json_out.write_text(json.dumps(table, indent=1) + "\n")
+
+
+@app.command("bench-report")
+def bench_report(
+    files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False, help="`hybridsearch bench --json` outputs")],
+    out: Annotated[Optional[Path], typer.Option(help="write the table here (between <!-- bench:start/end -->)")] = None,
+    metric: str = "ndcg@10",
+    marker: str = "bench",
+):
+    """A markdown table (collection × mode) from saved bench results."""
+    from hybridsearch.bench import to_markdown
+
+    markdown = to_markdown([json.loads(f.read_text()) for f in files], metric)
+    print(markdown)
+    if out:
+        write_between_markers(out, marker, markdown)
 
 
 def write_between_markers(path: Path, name: str, content: str) -> None:

@@ -26,11 +26,15 @@ def beir_corpus_file(folder: Path) -> Path | None:
 
 
 def read_beir_corpus(path: Path) -> Iterator[ingest_pb2.Document]:
+    """Every document with a title or a text; the ingest API refuses empty ones (Cranfield has one),
+    and a document with nothing to match can never be retrieved anyway."""
     with _open(path) as f:
         for line in f:
             if line.strip():
                 row = json.loads(line)
-                yield ingest_pb2.Document(id=str(row["_id"]), title=row.get("title") or "", text=row.get("text") or "")
+                title, text = row.get("title") or "", row.get("text") or ""
+                if title.strip() or text.strip():
+                    yield ingest_pb2.Document(id=str(row["_id"]), title=title, text=text)
 
 
 def read_folder(folder: Path) -> Iterator[ingest_pb2.Document]:
@@ -47,7 +51,7 @@ def read_folder(folder: Path) -> Iterator[ingest_pb2.Document]:
 def read_documents(path: Path) -> tuple[Iterator[ingest_pb2.Document], int | None]:
     """Documents under `path` and, when cheap to know, how many there are."""
     if path.is_file():
-        count = sum(1 for _ in _open(path))
+        count = sum(1 for _ in read_beir_corpus(path))
         return read_beir_corpus(path), count
     corpus = beir_corpus_file(path)
     if corpus is not None:

@@ -4,6 +4,7 @@ process on loopback ports of its own, with a fresh data directory."""
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,15 +24,15 @@ STACK_ENV = {
 }
 
 
-@pytest.fixture(scope="session")
-def stack(tmp_path_factory):
+@contextmanager
+def running_stack(env: dict[str, str]):
+    """The whole stack as child processes, configured by `env` on top of this process's environment."""
     from hybridsearch.common.config import get_settings
     from hybridsearch.launcher import Stack
 
     saved = dict(os.environ)
-    os.environ.update(STACK_ENV)
-    os.environ["HYBRIDSEARCH_DATA_DIR"] = str(tmp_path_factory.mktemp("stack"))
-    os.environ["HYBRIDSEARCH_MODELS_DIR"] = str(REPO / "var" / "models")
+    os.environ.update(env)
+    os.environ.setdefault("HYBRIDSEARCH_MODELS_DIR", str(REPO / "var" / "models"))
     get_settings.cache_clear()
     running = Stack(get_settings()).start()
     try:
@@ -41,6 +42,12 @@ def stack(tmp_path_factory):
         os.environ.clear()
         os.environ.update(saved)
         get_settings.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory):
+    with running_stack({**STACK_ENV, "HYBRIDSEARCH_DATA_DIR": str(tmp_path_factory.mktemp("stack"))}) as running:
+        yield running
 
 
 @pytest.fixture(scope="session")

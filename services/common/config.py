@@ -111,6 +111,9 @@ class RerankSettings(BaseModel):
     min_candidates: int = 5
     # BALANCED reranks only with a trained model unless this forces it.
     allow_untrained: bool = False
+    # Whether BALANCED (the default effort) reranks at all: only where it raised nDCG@10 on every
+    # collection (docs/quality.md). THOROUGH reranks whenever a trained model is served.
+    in_balanced: bool = False
     score_floor: float = 0.0
     timeout_s: float = 5.0
 

@@ -107,13 +107,16 @@ def _minmax(scores: list[float]) -> list[float]:
     return [(s - lo) / (hi - lo) for s in scores]
 
 
+def _mean_std(scores: list[float]) -> tuple[float, float]:
+    mean = sum(scores) / len(scores)
+    return mean, math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+
+
 def _zscore(scores: list[float]) -> list[float]:
     """Standard scores, shifted so the list's lowest is 0 (a missing document contributes nothing)."""
-    n = len(scores)
-    mean = sum(scores) / n
-    std = math.sqrt(sum((s - mean) ** 2 for s in scores) / n)
+    mean, std = _mean_std(scores)
     if std < 1e-12:
-        return [1.0] * n
+        return [1.0] * len(scores)
     z = [(s - mean) / std for s in scores]
     low = min(z)
     return [v - low for v in z]
@@ -121,11 +124,9 @@ def _zscore(scores: list[float]) -> list[float]:
 
 def _dbsf(scores: list[float]) -> list[float]:
     """Distribution-based score fusion: scale by mean +- 3 standard deviations, clip to [0, 1]."""
-    n = len(scores)
-    mean = sum(scores) / n
-    std = math.sqrt(sum((s - mean) ** 2 for s in scores) / n)
+    mean, std = _mean_std(scores)
     if std < 1e-12:
-        return [1.0] * n
+        return [1.0] * len(scores)
     lo, hi = mean - 3 * std, mean + 3 * std
     return [min(1.0, max(0.0, (s - lo) / (hi - lo))) for s in scores]
 

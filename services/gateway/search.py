@@ -254,6 +254,9 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         if wanted is None and not info["trained"] and not cfg.allow_untrained:
             trace.leg("rerank", SKIPPED, "reranker model is untrained")
             return unchanged
+        if wanted is None and plan.effort == common_pb2.EFFORT_BALANCED and not cfg.in_balanced:
+            trace.leg("rerank", SKIPPED, "off in BALANCED (rerank.in_balanced: see docs/quality.md)")
+            return unchanged
 
         thorough = plan.effort == common_pb2.EFFORT_THOROUGH
         if info["gpu"]:

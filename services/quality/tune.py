@@ -83,14 +83,36 @@ def run_tuning(folders: list[Path], settings: Settings, cache_dir: Path, progres
             scores[c.label][ds.name] = levers.evaluate(variant(base, **c.changes))["ndcg@10"]
         if progress:
             progress(ds.name, table["bars"][ds.name])
-    for c in cands:
-        margins = {n: round(scores[c.label][n] - table["bars"][n], 4) for n in table["collections"]}
-        table["candidates"].append({"label": c.label, "changes": {k: str(v) for k, v in c.changes.items()},
-                                    "ndcg@10": scores[c.label], "margins": margins,
-                                    "worst_margin": min(margins.values()),
-                                    "mean": round(sum(scores[c.label].values()) / len(margins), 4)})
+    changes = {c.label: {k: str(v) for k, v in c.changes.items()} for c in cands}
+    return rank(table, scores, changes)
+
+
+def rank(table: dict, scores: dict[str, dict[str, float]], changes: dict[str, dict]) -> dict:
+    """Margins over each collection's bar, worst-first ordering."""
+    table["candidates"] = []
+    for label, by_name in scores.items():
+        margins = {n: round(by_name[n] - table["bars"][n], 4) for n in table["collections"]}
+        table["candidates"].append({"label": label, "changes": changes.get(label, {}), "ndcg@10": by_name,
+                                    "margins": margins, "worst_margin": min(margins.values()),
+                                    "mean": round(sum(by_name.values()) / len(margins), 4)})
     table["candidates"].sort(key=lambda r: (-r["worst_margin"], -r["mean"]))
     return table
+
+
+def merge(tables: list[dict]) -> dict:
+    """One ranking from runs over disjoint sets of collections (same candidates, e.g. run in parallel)."""
+    merged: dict = {"collections": [], "bars": {}, "competitors": {}}
+    scores: dict[str, dict[str, float]] = {}
+    changes: dict[str, dict] = {}
+    for t in tables:
+        merged["collections"] += t["collections"]
+        merged["bars"].update(t["bars"])
+        merged["competitors"].update(t["competitors"])
+        for c in t["candidates"]:
+            scores.setdefault(c["label"], {}).update(c["ndcg@10"])
+            changes[c["label"]] = c["changes"]
+    complete = {label: s for label, s in scores.items() if len(s) == len(merged["collections"])}
+    return rank(merged, complete, changes)
 
 
 def to_markdown(table: dict, top: int = 15) -> str:
@@ -99,9 +121,8 @@ def to_markdown(table: dict, top: int = 15) -> str:
     lines = [head, "|---|---|" + "---|" * (len(names) + 2)]
     lines.append("| | best competing design (bar) | " + " | ".join(f"{table['bars'][n]:.4f}" for n in names) + " | | |")
     shown = table["candidates"][:top]
-    default = next(r for r in table["candidates"] if r["label"].startswith("default"))
-    if default not in shown:
-        shown = [*shown, default]
+    # The default row stays in view wherever it ranks: it is what the table is compared with.
+    shown += [r for r in table["candidates"] if "default" in r["label"] and r not in shown]
     for r in shown:
         rank = table["candidates"].index(r) + 1
         cells = " | ".join(f"{r['ndcg@10'][n]:.4f}" for n in names)

@@ -25,7 +25,7 @@ def onnx_scorer(folder: Path, max_length: int, threads: int = 0):
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    tokenizer.enable_truncation(max_length=max_length, strategy="only_second")
+    tokenizer.enable_truncation(max_length=max_length, strategy="longest_first")  # long queries (ArguAna) must not fail
     tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
     opts = ort.SessionOptions()
     if threads:

@@ -166,12 +166,23 @@ def test_bad_documents_are_invalid_argument(gateway, doc):
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
-def test_untrained_reranker_is_announced_and_not_used_by_default(gateway, sample):
+def test_balanced_does_not_rerank_by_default(gateway, sample, stack):
+    """BALANCED never reranks with the untrained placeholder (and says so), and with a trained model
+    only when rerank.in_balanced is set, which docs/quality.md decides."""
+    import json
+
+    from hybridsearch.reranker.triton import reranker_export_dir
+
+    trained = json.loads((reranker_export_dir(stack.settings) / "manifest.json").read_text()).get("trained")
     response = search(gateway, "how does the reranker blend scores")
-    assert any("untrained" in n for n in response.notices)
     assert legs(response)["rerank"].state == SKIPPED
-    assert "untrained" in legs(response)["rerank"].reason
     assert not any(h.reranked for h in response.hits)
+    if trained:
+        assert "off in BALANCED" in legs(response)["rerank"].reason
+        assert not any("untrained" in n for n in response.notices)
+    else:
+        assert "untrained" in legs(response)["rerank"].reason
+        assert any("untrained" in n for n in response.notices)
 
 
 def test_forced_rerank_calls_triton(gateway, sample):

@@ -25,7 +25,7 @@ class TritonPythonModel:
             raise pb_utils.TritonModelException(f"model.onnx sha256 {digest} != manifest {manifest['sha256']}")
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         max_length = int(os.environ.get("HYBRIDSEARCH_RERANK_MAX_LENGTH", manifest.get("max_length", DEFAULT_MAX_LENGTH)))
-        self.tokenizer.enable_truncation(max_length=max_length, strategy="only_second")
+        self.tokenizer.enable_truncation(max_length=max_length, strategy="longest_first")  # long queries (ArguAna) must not fail
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = int(os.environ.get("HYBRIDSEARCH_RERANK_THREADS", "2"))
