@@ -1,0 +1,56 @@
+"""Quality gate: the default mode (what `hybridsearch query` does with no flags), benched through a
+real stack on the small collections, must stay within 0.01 nDCG@10 of the figures pinned in
+pinned.json. Those figures change only by a deliberate commit that says why.
+
+Try it: `HYBRIDSEARCH_FUSION__BM25_WEIGHT=0.1 make test-quality` starves the BM25 leg and fails the gate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, SHARED_DATASETS, STACK_ENV, running_stack
+
+pytestmark = pytest.mark.quality
+PINNED = json.loads((Path(__file__).with_name("pinned.json")).read_text())
+TOLERANCE = 0.01
+# Ports of its own: the session's `stack` fixture may still hold STACK_ENV's.
+GATE_ENV = {key: value.replace("5105", "5205").replace("5637", "5647").replace("5800", "5810")
+            for key, value in STACK_ENV.items()}
+
+
+@pytest.fixture(scope="module")
+def gate_env():
+    """A stack of its own (test ports), its indexes kept in var/gate so re-runs skip indexing."""
+    env = {**GATE_ENV, "HYBRIDSEARCH_DATA_DIR": str(REPO / "var" / "gate"),
+           "HYBRIDSEARCH_MODELS_DIR": str(REPO / "var" / "models")}
+    # Share the passage-embedding cache with `hybridsearch bench`/`levers` runs: same texts, same vectors.
+    (REPO / "var" / "cache").mkdir(parents=True, exist_ok=True)
+    if not (REPO / "var" / "gate" / "cache").exists():
+        (REPO / "var" / "gate").mkdir(parents=True, exist_ok=True)
+        (REPO / "var" / "gate" / "cache").symlink_to(REPO / "var" / "cache", target_is_directory=True)
+    with running_stack(env):
+        yield {**os.environ, **env}
+
+
+@pytest.mark.parametrize("name", sorted(PINNED["ndcg@10"]))
+def test_default_mode_holds_its_pinned_ndcg(gate_env, name):
+    folder = SHARED_DATASETS / name
+    assert folder.exists(), f"{folder} is missing: the gate needs ../shared/datasets"
+    out = subprocess.run(
+        [sys.executable, "-m", "hybridsearch.cli", "bench", str(folder), "--modes", "default", "--json", "--no-start"],
+        env=gate_env, capture_output=True, text=True, timeout=1800,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    measured = json.loads(out.stdout)["modes"]["default"]["ndcg@10"]
+    pinned = PINNED["ndcg@10"][name]
+    print(f"{name}: nDCG@10 {measured:.4f} (pinned {pinned:.4f})")
+    assert measured >= pinned - TOLERANCE, (
+        f"{name}: default mode nDCG@10 {measured:.4f} fell more than {TOLERANCE} below the pinned {pinned:.4f}"
+    )
