@@ -14,7 +14,7 @@ from ranx import Qrels, Run, evaluate
 
 from hybridsearch.client import GatewayClient
 from hybridsearch.common.config import Settings
-from hybridsearch.corpus import beir_corpus_file, read_documents, read_qrels, read_queries
+from hybridsearch.corpus import beir_corpus_file, read_documents
 from hybridsearch.v1 import common_pb2, search_pb2
 
 METRICS = ("ndcg@10", "recall@100", "mrr@10")
@@ -98,13 +98,6 @@ def run_mode(client: GatewayClient, bench_mode: BenchMode, queries: dict[str, st
     out["p95_ms"] = round(percentile(latencies, 0.95), 1)
     out["queries"] = len(queries)
     return out
-
-
-def load_judged_queries(folder: Path) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
-    qrels = read_qrels(folder)
-    queries = {q: t for q, t in read_queries(folder).items() if q in qrels}  # unjudged queries are skipped
-    qrels = {q: r for q, r in qrels.items() if q in queries}
-    return queries, qrels
 
 
 def to_markdown(results: list[dict], metric: str = "ndcg@10") -> str:

@@ -174,14 +174,15 @@ def bench(
     limit: Annotated[int, typer.Option(help="only the first N judged queries (0 = all)")] = 0,
 ):
     """Bench nDCG@10, Recall@100, MRR@10 and latency per mode on a BEIR-layout folder."""
-    from hybridsearch.bench import BENCH_MODES, collection_name, ensure_indexed, load_judged_queries, run_mode
+    from hybridsearch.bench import BENCH_MODES, collection_name, ensure_indexed, run_mode
+    from hybridsearch.corpus import ignores_identical_ids, load_judged_queries
     from hybridsearch.launcher import Stack, grpc_healthy
 
     wanted = [m.strip() for m in modes.split(",") if m.strip()]
     unknown = [m for m in wanted if m not in BENCH_MODES]
     if unknown:
         raise typer.BadParameter(f"unknown modes {unknown}: choose from {', '.join(BENCH_MODES)}")
-    ignore = ignore_identical if ignore_identical is not None else folder.resolve().name.lower() == "arguana"
+    ignore = ignore_identical if ignore_identical is not None else ignores_identical_ids(folder)
     settings = get_settings()
     stack = None
     if not grpc_healthy(settings.endpoints.addr("gateway")):
@@ -238,12 +239,7 @@ def levers(
 
     table = run_table(folders, settings, settings.data_dir / "cache", dense,
                       set(groups.split(",")) if groups else None, progress)
-    markdown = to_markdown(table)
-    print(markdown)
-    if out:
-        write_between_markers(out, "levers", markdown)
-    if json_out:
-        json_out.write_text(json.dumps(table, indent=1) + "\n")
+    _publish(to_markdown(table), out, "levers", table, json_out)
 
 
 @app.command()
@@ -263,12 +259,7 @@ def tune(
     else:
         table = run_tuning(folders, settings, settings.data_dir / "cache",
                            lambda name, bar: console.print(f"{name}: bar {bar:.4f} done"))
-    markdown = to_markdown(table, top)
-    print(markdown)
-    if out:
-        write_between_markers(out, "tune", markdown)
-    if json_out:
-        json_out.write_text(json.dumps(table, indent=1) + "\n")
+    _publish(to_markdown(table, top), out, "tune", table, json_out)
 
 
 @app.command("bench-report")
@@ -281,10 +272,16 @@ def bench_report(
     """A markdown table (collection × mode) from saved bench results."""
     from hybridsearch.bench import to_markdown
 
-    markdown = to_markdown([json.loads(f.read_text()) for f in files], metric)
+    _publish(to_markdown([json.loads(f.read_text()) for f in files], metric), out, marker)
+
+
+def _publish(markdown: str, out: Path | None, marker: str, table: dict | None = None, json_out: Path | None = None) -> None:
+    """Print a generated table; optionally place it in a document and save the data behind it."""
     print(markdown)
     if out:
         write_between_markers(out, marker, markdown)
+    if json_out:
+        json_out.write_text(json.dumps(table, indent=1) + "\n")
 
 
 def write_between_markers(path: Path, name: str, content: str) -> None:
@@ -356,10 +353,10 @@ def train_reranker(
                       max_steps=max_steps, max_minutes=max_minutes, lr=lr, seed=seed, val_queries=val_queries,
                       val_pool=val_pool, eval_every=eval_every, limit_triples=limit_triples, device=device,
                       base_model=base_model, out=out)
-    card = train(cfg, progress=console.print)
+    validation = build_validation(cfg.heldout, cfg.val_queries, cfg.val_pool, cfg.seed)
+    card = train(cfg, progress=console.print, validation=validation)
     if not (out / "config.json").exists():
         raise typer.Exit(f"no checkpoint beat the untrained model on validation; nothing exported ({card})")
-    validation = build_validation(cfg.heldout, cfg.val_queries, cfg.val_pool, cfg.seed)
     manifests = export_trained(out, card, validation)
     for precision, manifest in manifests.items():
         console.print(f"ONNX {precision}: {manifest['size_mb']} MB, validation MRR@10 {manifest.get('onnx_validation_mrr10')}")

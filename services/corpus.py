@@ -75,3 +75,16 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
             qid, did, rel = parts[0], parts[1], int(parts[2])
             qrels.setdefault(qid, {})[did] = rel
     return qrels
+
+
+def load_judged_queries(folder: Path) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """Queries that have judgments, and their judgments (unjudged queries are skipped, as trec_eval does)."""
+    qrels = read_qrels(folder)
+    queries = {q: t for q, t in read_queries(folder).items() if q in qrels}
+    qrels = {q: r for q, r in qrels.items() if q in queries}
+    return queries, qrels
+
+
+def ignores_identical_ids(folder: Path) -> bool:
+    """BEIR's convention for ArguAna: a hit whose id equals the query id is dropped before scoring."""
+    return folder.resolve().name.lower() == "arguana"

@@ -39,14 +39,14 @@ OVERRIDABLE = ("rrf_k", "bm25_weight", "vector_weight", "variant_weight", "hyde_
                "rrf_bm25_weight", "rrf_vector_weight")
 
 
+def params_from_settings(defaults: FusionSettings) -> FusionParams:
+    """The configured fusion, field for field (settings and params share their names)."""
+    return FusionParams(**{**defaults.model_dump(), "method": FusionMethod(defaults.method)})
+
+
 def resolve_params(override: fusion_pb2.FusionConfig, defaults: FusionSettings) -> FusionParams:
     """Configured defaults, with every non-zero field of the request's override applied."""
-    params = FusionParams(
-        method=FusionMethod(defaults.method), rrf_k=defaults.rrf_k, variant_weight=defaults.variant_weight,
-        hyde_weight=defaults.hyde_weight, feedback_weight=defaults.feedback_weight,
-        top_rank_bonus=defaults.top_rank_bonus, bm25_weight=defaults.bm25_weight, vector_weight=defaults.vector_weight,
-        rrf_bm25_weight=defaults.rrf_bm25_weight, rrf_vector_weight=defaults.rrf_vector_weight,
-    )
+    params = params_from_settings(defaults)
     if override.method:
         if override.method not in METHODS:
             raise InvalidArgument(f"unknown fusion method {override.method}")

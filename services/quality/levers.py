@@ -19,7 +19,7 @@ from ranx import Qrels, Run, evaluate
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.common.chunking import chunk_text, indexed_text
-from hybridsearch.corpus import beir_corpus_file, read_documents, read_qrels, read_queries
+from hybridsearch.corpus import beir_corpus_file, ignores_identical_ids, load_judged_queries, read_documents
 from hybridsearch.expansion.prf import feedback_terms, prf_variants
 from hybridsearch.expansion.signals import dominant_top_hit, strong_signal
 from hybridsearch.fusion.methods import FusionParams, Item, QueryKind, Ranking, fuse
@@ -83,11 +83,8 @@ class Dataset:
             ids.append(d.id)
             titles.append(d.title)
             texts.append(d.text)
-        qrels = read_qrels(folder)
-        queries = {q: t for q, t in read_queries(folder).items() if q in qrels}
-        qrels = {q: r for q, r in qrels.items() if q in queries}
-        name = folder.resolve().name
-        return cls(name, ids, titles, texts, queries, qrels, ignore_identical=name.lower() == "arguana")
+        queries, qrels = load_judged_queries(folder)
+        return cls(folder.resolve().name, ids, titles, texts, queries, qrels, ignore_identical=ignores_identical_ids(folder))
 
 
 Hits = list[tuple[str, float]]  # (doc_id, score), best first, one entry per document

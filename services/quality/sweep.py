@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hybridsearch.common.config import Settings
-from hybridsearch.fusion.methods import FusionMethod, FusionParams
+from hybridsearch.fusion.methods import FusionMethod
+from hybridsearch.fusion.service import params_from_settings
 from hybridsearch.quality.levers import Bm25Config, Dataset, DenseConfig, Levers, Setup, variant
 
 
 def setup_from_settings(settings: Settings) -> Setup:
     """The Setup the gateway runs with no flags (BALANCED effort, reranker aside)."""
-    f = settings.fusion
     return Setup(
         legs=("bm25", "vector"),
         bm25=Bm25Config(settings.bm25.k1, settings.bm25.b, settings.bm25.stemmer, settings.bm25.stopwords),
@@ -28,11 +28,7 @@ def setup_from_settings(settings: Settings) -> Setup:
         prf_terms=settings.expansion.prf_terms,
         rocchio_docs=settings.vector.feedback_docs,
         rocchio_weight=settings.vector.feedback_weight,
-        fusion=FusionParams(
-            method=FusionMethod(f.method), rrf_k=f.rrf_k, variant_weight=f.variant_weight, hyde_weight=f.hyde_weight,
-            feedback_weight=f.feedback_weight, top_rank_bonus=f.top_rank_bonus, bm25_weight=f.bm25_weight,
-            vector_weight=f.vector_weight, rrf_bm25_weight=f.rrf_bm25_weight, rrf_vector_weight=f.rrf_vector_weight,
-        ),
+        fusion=params_from_settings(settings.fusion),
     )
 
 

@@ -106,7 +106,9 @@ def mrr_at_10(score_fn, validation: list[dict], batch: int = 64) -> dict[str, fl
     return out
 
 
-def train(cfg: TrainConfig, progress=print) -> dict:
+def train(cfg: TrainConfig, progress=print, validation: list[dict] | None = None) -> dict:
+    """Fine-tunes and keeps the best checkpoint in cfg.out. `validation` (from build_validation) may be
+    passed in by a caller that reuses it afterwards, e.g. to score the ONNX exports."""
     import numpy as np
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -142,7 +144,8 @@ def train(cfg: TrainConfig, progress=print) -> dict:
 
     started = time.monotonic()
     triples = read_triples(cfg.triples, cfg.limit_triples)
-    validation = build_validation(cfg.heldout, cfg.val_queries, cfg.val_pool, cfg.seed)
+    if validation is None:
+        validation = build_validation(cfg.heldout, cfg.val_queries, cfg.val_pool, cfg.seed)
     progress(f"{len(triples)} triples, {len(validation)} validation queries, device {device}")
     before = mrr_at_10(score, validation)
     progress(f"validation MRR@10 before training: {before}")

@@ -7,9 +7,12 @@ Two exports of all-MiniLM-L6-v2 share one tokenizer:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
+import sqlite3
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -82,9 +85,6 @@ class EmbeddingCache:
     (the vector service, `hybridsearch levers`) can share one file."""
 
     def __init__(self, path: Path, embedder: OnnxEmbedder, max_seq_length: int) -> None:
-        import sqlite3
-        import threading
-
         path.parent.mkdir(parents=True, exist_ok=True)
         self.embedder = embedder
         self.name, self.dim, self.batch_size = embedder.name, embedder.dim, embedder.batch_size
@@ -95,8 +95,6 @@ class EmbeddingCache:
         self._lock = threading.Lock()
 
     def _key(self, text: str) -> bytes:
-        import hashlib
-
         return hashlib.blake2b(self._prefix + text.encode(), digest_size=16).digest()
 
     def embed(self, texts: list[str]) -> np.ndarray:
