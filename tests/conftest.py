@@ -21,6 +21,11 @@ STACK_ENV = {
     "HYBRIDSEARCH_RERANK__TRITON_URL": "127.0.0.1:58001",
     "HYBRIDSEARCH_RERANK__TRITON_HTTP_PORT": "58000",
     "HYBRIDSEARCH_RERANK__TRITON_METRICS_PORT": "58002",
+    # No LLM in the shared stack (tests/expansion/test_llm_server.py starts one on a port of its own).
+    "HYBRIDSEARCH_EXPANSION__LLM_SERVE": "",
+    # Metrics endpoints are tested in tests/observability on ports of their own; off here, so test
+    # stacks never take 9464.. from a `make run` on the same machine.
+    "HYBRIDSEARCH_METRICS_PORT": "0",
 }
 
 

@@ -12,13 +12,28 @@ from hybridsearch.common.validation import InvalidArgument, abort_invalid
 from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2
 
 
+class EngineUnavailable(RuntimeError):
+    """An engine could not give a complete answer (cluster down, failed shards, timeout): UNAVAILABLE,
+    which the gateway reports as a failed leg and a degraded answer."""
+
+
 def build_engine(settings: Settings) -> LexicalEngine:
     cfg = settings.bm25
     if cfg.engine == "embedded":
         from hybridsearch.bm25.embedded import EmbeddedBm25Engine
 
         return EmbeddedBm25Engine(settings.data_dir / "bm25", cfg.k1, cfg.b, cfg.stemmer, cfg.stopwords, cfg.title_boost)
-    raise ValueError(f"unknown bm25 engine {cfg.engine!r} (embedded)")
+    if cfg.engine == "opensearch":
+        from hybridsearch.bm25.opensearch import OpenSearchBm25Engine
+
+        return OpenSearchBm25Engine(
+            cfg.opensearch_url, k1=cfg.k1, b=cfg.b, stemmer=cfg.stemmer, stopwords=cfg.stopwords,
+            title_boost=cfg.title_boost, index_prefix=cfg.opensearch_index_prefix, shards=cfg.opensearch_shards,
+            replicas=cfg.opensearch_replicas, timeout_s=cfg.opensearch_timeout_s,
+            search_timeout_s=cfg.opensearch_search_timeout_s, bulk_chunk_size=cfg.opensearch_bulk_chunk_size,
+            bulk_max_bytes=cfg.opensearch_bulk_max_bytes, bulk_in_flight=cfg.opensearch_bulk_in_flight,
+        )
+    raise ValueError(f"unknown bm25 engine {cfg.engine!r} (embedded | opensearch)")
 
 
 class Bm25Servicer(StoreServicerMixin, bm25_pb2_grpc.Bm25ServiceServicer):
@@ -30,7 +45,10 @@ class Bm25Servicer(StoreServicerMixin, bm25_pb2_grpc.Bm25ServiceServicer):
             collection, filters = check_leg_search(request)
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        lists = await self.engine.search(collection, [q.text for q in request.queries], request.limit, filters)
+        try:
+            lists = await self.engine.search(collection, [q.text for q in request.queries], request.limit, filters)
+        except EngineUnavailable as err:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
         return common_pb2.LegSearchResponse(
             engine=self.engine.name,
             lists=[

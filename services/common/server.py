@@ -13,7 +13,13 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from hybridsearch.common.config import get_settings
-from hybridsearch.common.telemetry import grpc_client_interceptors, grpc_server_interceptors, setup_telemetry
+from hybridsearch.common.metrics import RpcMetricsInterceptor, start_metrics_server
+from hybridsearch.common.telemetry import (
+    grpc_client_interceptors,
+    grpc_server_interceptors,
+    setup_telemetry,
+    shutdown_telemetry,
+)
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +37,10 @@ def configure_logging() -> None:
     )
 
 
-def create_server() -> grpc.aio.Server:
-    return grpc.aio.server(interceptors=grpc_server_interceptors(), options=CHANNEL_OPTIONS)
+def create_server(name: str = "") -> grpc.aio.Server:
+    # Tracing first: the metrics interceptor then runs inside the server span.
+    interceptors = [*grpc_server_interceptors(), RpcMetricsInterceptor(name)]
+    return grpc.aio.server(interceptors=interceptors, options=CHANNEL_OPTIONS)
 
 
 def add_health_and_reflection(
@@ -54,7 +62,9 @@ async def serve(
 ) -> None:
     """Starts a server, marks it SERVING, and runs until SIGINT/SIGTERM."""
     setup_telemetry(name)
-    server = create_server()
+    settings = get_settings()
+    start_metrics_server(name, settings.endpoints.host, settings.metrics_port)
+    server = create_server(name)
     service_names = await register(server)
     health_servicer = add_health_and_reflection(server, service_names)
     host = get_settings().endpoints.host
@@ -79,6 +89,7 @@ async def serve(
     await server.stop(grace=2.0)
     if on_stop is not None:
         await on_stop()
+    shutdown_telemetry()
 
 
 # gRPC's own retry policy: every internal RPC is idempotent (searches, content-hash upserts,

@@ -9,6 +9,9 @@ import logging
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from hybridsearch.common import metrics
+from hybridsearch.common.telemetry import tracer
+
 log = logging.getLogger(__name__)
 
 
@@ -19,6 +22,8 @@ class ExpansionCache:
         self.client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5)
         self.available = True
         self._warned = False
+        self.tracer = tracer(__name__)
+        metrics.initialise(metrics.CACHE_LOOKUPS, "result", metrics.CACHE_RESULTS)
 
     @staticmethod
     def key(*parts: str) -> str:
@@ -40,14 +45,17 @@ class ExpansionCache:
         try:
             raw = await self.client.get(key)
         except (RedisError, OSError) as err:
+            metrics.CACHE_LOOKUPS.labels(result="error").inc()
             self._down(err)
             return None
         self._up()
+        metrics.CACHE_LOOKUPS.labels(result="hit" if raw else "miss").inc()
         return json.loads(raw) if raw else None
 
     async def put(self, key: str, value: dict) -> None:
         try:
-            await self.client.set(key, json.dumps(value), ex=self.ttl_s)
+            with self.tracer.start_as_current_span("expansion.cache_put"):
+                await self.client.set(key, json.dumps(value), ex=self.ttl_s)
         except (RedisError, OSError) as err:
             self._down(err)
             return

@@ -1,6 +1,8 @@
 """Expansion with an LLM behind any OpenAI-compatible chat endpoint (llama.cpp server, vLLM, ...).
 
 The model must answer strict JSON; anything else is rejected and the caller falls back to PRF.
+The request carries the answer's JSON schema as `response_format`, which llama.cpp turns into a
+grammar, so even a 135M model cannot answer anything but that object.
 """
 
 from __future__ import annotations
@@ -12,12 +14,32 @@ import httpx
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-PROMPT_VERSION = "v1"
+PROMPT_VERSION = "v2"
 SYSTEM_PROMPT = (
-    "You expand search queries for a hybrid search engine. Answer with one JSON object and nothing "
-    'else: {"lexical": [up to 3 short keyword queries for BM25], "semantic": [up to 2 rephrasings '
-    'of the question], "hyde": "a 2-4 sentence passage that would answer the query"}.'
+    "You help a search engine find documents. For the user's query write: lexical, up to 3 keyword "
+    "queries using synonyms and related technical terms the query does not use; semantic, up to 2 "
+    "rephrasings of the query; hyde, a 2-3 sentence passage in the style of a scientific abstract that "
+    "answers the query. Answer with JSON only."
 )
+# One worked example: small models copy the instructions into the fields without it.
+EXAMPLE_QUERY = "Query: effects of caffeine on sleep quality"
+EXAMPLE_ANSWER = json.dumps({
+    "lexical": ["caffeine insomnia sleep latency", "coffee consumption sleep disturbance", "adenosine antagonist sleep"],
+    "semantic": ["How does caffeine intake affect sleep?", "Does drinking coffee reduce sleep quality?"],
+    "hyde": "Caffeine, an adenosine receptor antagonist, prolongs sleep latency and reduces total sleep time "
+            "and slow-wave sleep. In a randomized trial, 400 mg of caffeine taken six hours before bedtime "
+            "reduced total sleep by more than one hour.",
+})
+# What llama.cpp compiles into a grammar (bounded lists keep a small model from looping).
+RESPONSE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "lexical": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+        "semantic": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+        "hyde": {"type": "string"},
+    },
+    "required": ["lexical", "semantic", "hyde"],
+}
 JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 
@@ -52,17 +74,24 @@ def parse_expansion(content: str) -> LlmExpansion:
 
 
 class LlmExpander:
-    def __init__(self, base_url: str, model: str, timeout_s: float) -> None:
+    def __init__(self, base_url: str, model: str, timeout_s: float, max_tokens: int = 320) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
+        self.max_tokens = max_tokens
         self.client = httpx.AsyncClient(timeout=timeout_s)
 
     async def expand(self, query: str) -> LlmExpansion:
         body = {
             "model": self.model,
             "temperature": 0,
-            "max_tokens": 400,
-            "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": query}],
+            "max_tokens": self.max_tokens,
+            "response_format": {"type": "json_object", "schema": RESPONSE_SCHEMA},
+            "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": EXAMPLE_QUERY},
+                {"role": "assistant", "content": EXAMPLE_ANSWER},
+                {"role": "user", "content": f"Query: {query}"},
+            ],
         }
         async for attempt in AsyncRetrying(
             stop=stop_after_attempt(2), wait=wait_exponential(multiplier=0.2, max=1),

@@ -6,6 +6,7 @@ probes the BM25 service itself; the gateway can then call expansion concurrently
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import grpc
@@ -16,7 +17,7 @@ from hybridsearch.common.server import insecure_channel, serve
 from hybridsearch.common.telemetry import tracer
 from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection, check_filters
 from hybridsearch.expansion.cache import ExpansionCache
-from hybridsearch.expansion.llm import PROMPT_VERSION, LlmExpander
+from hybridsearch.expansion.llm import PROMPT_VERSION, LlmError, LlmExpander
 from hybridsearch.expansion.prf import feedback_terms, prf_variants
 from hybridsearch.expansion.signals import dominant_top_hit, strong_signal
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, expansion_pb2, expansion_pb2_grpc
@@ -24,6 +25,7 @@ from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, expansion_pb2, expansion_
 log = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 8192
 PROBE_HITS = 10
+LLM_DEADLINE_MARGIN_S = 1.0
 
 
 class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
@@ -31,7 +33,10 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
         self.cfg: ExpansionSettings = settings.expansion
         self.analyzer = EnglishAnalyzer(settings.bm25.stemmer, settings.bm25.stopwords)
         self.cache = ExpansionCache(self.cfg.redis_url, self.cfg.cache_ttl_s)
-        self.llm = LlmExpander(self.cfg.llm_url, self.cfg.llm_model, self.cfg.llm_timeout_s) if self.cfg.llm_url else None
+        self.llm = (
+            LlmExpander(self.cfg.llm_url, self.cfg.llm_model, self.cfg.llm_timeout_s, self.cfg.llm_max_tokens)
+            if self.cfg.llm_url else None
+        )
         self.bm25 = bm25_pb2_grpc.Bm25ServiceStub(insecure_channel(settings.endpoints.addr("bm25")))
         self.tracer = tracer(__name__)
 
@@ -97,8 +102,12 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
 
         if generator.startswith("llm:"):
             try:
+                # Leave time for the PRF fallback and the variant legs inside the caller's deadline.
+                budget = max(0.05, _remaining(context) - LLM_DEADLINE_MARGIN_S)
                 with self.tracer.start_as_current_span("expansion.llm"):
-                    out = await self.llm.expand(query)
+                    out = await asyncio.wait_for(self.llm.expand(query), timeout=budget)
+                if not (out.lexical or out.semantic or out.hyde):
+                    raise LlmError("LLM answered an empty expansion")
                 return expansion_pb2.ExpandResponse(
                     lexical_variants=out.lexical, semantic_variants=out.semantic, hyde=out.hyde, generator=generator
                 )

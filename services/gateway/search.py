@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import grpc
 
+from hybridsearch.common import metrics
 from hybridsearch.common.config import Settings
 from hybridsearch.common.telemetry import tracer
 from hybridsearch.common.validation import InvalidArgument, abort_invalid
@@ -54,7 +55,9 @@ class Trace:
             self.degraded = True
 
     def timed(self, stage: str, since: float) -> None:
-        self.timings.append(search_pb2.StageTiming(stage=stage, ms=(time.perf_counter() - since) * 1000))
+        seconds = time.perf_counter() - since
+        self.timings.append(search_pb2.StageTiming(stage=stage, ms=seconds * 1000))
+        metrics.STAGE_DURATION.labels(stage=stage).observe(seconds)
 
 
 @dataclass
@@ -100,14 +103,17 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         self.settings = settings
         self.backends = backends
         self.tracer = tracer(__name__)
+        metrics.initialise(metrics.DEGRADED_LEGS, "leg", metrics.DEGRADABLE_LEGS)
 
     async def Search(self, request, context):
         try:
             plan = plan_search(request, self.settings)
         except InvalidArgument as err:
             await abort_invalid(context, err)
+        budget = (self.settings.thorough_deadline_s if plan.effort == common_pb2.EFFORT_THOROUGH
+                  else self.settings.search_deadline_s)
         remaining = context.time_remaining()
-        deadline = Deadline(min(self.settings.search_deadline_s, remaining or self.settings.search_deadline_s))
+        deadline = Deadline(min(budget, remaining or budget))
         trace = Trace()
         with self.tracer.start_as_current_span("gateway.search") as span:
             span.set_attribute("search.collection", plan.collection)
@@ -115,6 +121,11 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             span.set_attribute("search.effort", common_pb2.Effort.Name(plan.effort))
             response = await self._search(plan, deadline, trace)
             span.set_attribute("search.degraded", response is None or response.degraded)
+        metrics.STAGE_DURATION.labels(stage="total").observe(time.perf_counter() - trace.started)
+        outcome = "unavailable" if response is None else "degraded" if response.degraded else "ok"
+        metrics.SEARCHES.labels(effort=common_pb2.Effort.Name(plan.effort), outcome=outcome).inc()
+        for leg in (name for name, s in trace.legs.items() if s.state == FAILED):
+            metrics.DEGRADED_LEGS.labels(leg=leg).inc()
         if response is None:
             reasons = "; ".join(f"{s.name}: {s.reason}" for s in trace.legs.values() if s.state == FAILED)
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"no retrieval leg answered ({reasons})")
@@ -178,7 +189,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         request = common_pb2.LegSearchRequest(
             collection=plan.collection, queries=queries, limit=depth, filters=plan.filters, feedback_docs=feedback,
         )
-        with self.tracer.start_as_current_span(f"gateway.{name}{'.variants' if variants else ''}"):
+        label = f"{name}{'.variants' if variants else ''}"
+        with self.tracer.start_as_current_span(f"gateway.{label}"), metrics.LEG_DURATION.labels(leg=label).time():
             try:
                 response = await stub.Search(request, timeout=deadline.left())
             except (grpc.aio.AioRpcError, asyncio.TimeoutError) as err:
@@ -204,11 +216,12 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         if plan.effort == common_pb2.EFFORT_FAST:
             trace.leg("expansion", SKIPPED, "fast effort")
             return
-        with self.tracer.start_as_current_span("gateway.expansion"):
+        leg_timer = metrics.LEG_DURATION.labels(leg="expansion").time()
+        with self.tracer.start_as_current_span("gateway.expansion"), leg_timer:
             try:
                 trace.expansion = await self.backends.expansion.Expand(
                     expansion_pb2.ExpandRequest(query=plan.query, collection=plan.collection, effort=plan.effort, filters=plan.filters),
-                    timeout=deadline.left(),
+                    timeout=max(0.05, deadline.left() - self.settings.expansion_reserve_s),
                 )
             except (grpc.aio.AioRpcError, asyncio.TimeoutError) as err:
                 trace.leg("expansion", FAILED, _reason(err))
@@ -225,11 +238,13 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         limit = self.settings.fusion_depth
         request = fusion_pb2.FuseRequest(lists=trace.lists, config=params_to_proto(plan.fusion), limit=limit)
         try:
-            return list((await self.backends.fusion.Fuse(request, timeout=deadline.left())).hits)
+            with self.tracer.start_as_current_span("gateway.fusion"):
+                return list((await self.backends.fusion.Fuse(request, timeout=deadline.left())).hits)
         except (grpc.aio.AioRpcError, asyncio.TimeoutError) as err:
             # Fusion is a pure function: the gateway can do it itself rather than fail the search.
             trace.notices.append(f"fusion service unavailable ({_reason(err)}): fused in the gateway")
             trace.degraded = True
+            metrics.DEGRADED_LEGS.labels(leg="fusion").inc()
             return fuse_proto(trace.lists, plan.fusion, limit)
 
     async def _rerank(self, plan, fused, deadline, trace) -> Reranked:
@@ -268,7 +283,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             trace.leg("rerank", SKIPPED, f"fewer than {cfg.min_candidates} candidates")
             return unchanged
         passages = [_passage(h) for h in head]
-        with self.tracer.start_as_current_span("gateway.rerank") as span:
+        leg_timer = metrics.LEG_DURATION.labels(leg="rerank").time()
+        with self.tracer.start_as_current_span("gateway.rerank") as span, leg_timer:
             span.set_attribute("rerank.pool", len(head))
             try:
                 scores = await self.backends.reranker.score(plan.query, passages, deadline.left())

@@ -6,8 +6,11 @@ import time
 
 import numpy as np
 import tritonclient.grpc.aio as triton_grpc
+from opentelemetry.trace import SpanKind
 
+from hybridsearch.common import metrics
 from hybridsearch.common.config import RerankSettings
+from hybridsearch.common.telemetry import inject_headers, tracer
 
 MAX_PASSAGE_CHARS = 2000
 INFO_TTL_S = 30.0
@@ -19,6 +22,7 @@ class RerankerClient:
         self.client = triton_grpc.InferenceServerClient(url=cfg.triton_url)
         self._info: dict | None = None
         self._info_at = 0.0
+        self.tracer = tracer(__name__)
 
     async def model_info(self, refresh: bool = False) -> dict:
         """{'trained': bool, 'name': str, 'gpu': bool}; raises if Triton or the model is not ready.
@@ -31,7 +35,8 @@ class RerankerClient:
             self._info = {
                 "trained": params.get("trained") == "true",
                 "name": params.get("model_name", self.cfg.model_name),
-                "gpu": any(g.get("kind") == "KIND_GPU" for g in groups),
+                # An ensemble (the GPU repository) has no instance groups of its own: it says so in a parameter.
+                "gpu": any(g.get("kind") == "KIND_GPU" for g in groups) or params.get("gpu") == "true",
             }
             self._info_at = time.monotonic()
         return self._info
@@ -45,10 +50,16 @@ class RerankerClient:
         inputs = [triton_grpc.InferInput("query", [n, 1], "BYTES"), triton_grpc.InferInput("passage", [n, 1], "BYTES")]
         inputs[0].set_data_from_numpy(q)
         inputs[1].set_data_from_numpy(p)
-        result = await self.client.infer(
-            self.cfg.model_name, inputs, outputs=[triton_grpc.InferRequestedOutput("score")],
-            client_timeout=max(0.05, timeout_s),
-        )
+        metrics.RERANK_POOL.observe(n)
+        # Triton's channel is not ours to intercept: a client span of its own, and traceparent in the
+        # request headers so a Triton with OpenTelemetry tracing on continues the trace.
+        attributes = {"rpc.system": "grpc", "rpc.service": "inference.GRPCInferenceService", "rpc.method": "ModelInfer",
+                      "server.address": self.cfg.triton_url, "triton.model": self.cfg.model_name, "rerank.pairs": n}
+        with self.tracer.start_as_current_span("triton.infer", kind=SpanKind.CLIENT, attributes=attributes):
+            result = await self.client.infer(
+                self.cfg.model_name, inputs, outputs=[triton_grpc.InferRequestedOutput("score")],
+                client_timeout=max(0.05, timeout_s), headers=inject_headers(),
+            )
         return result.as_numpy("score").reshape(-1).astype(float).tolist()
 
     async def close(self) -> None:

@@ -29,9 +29,9 @@ class VectorEngine:
         self.embedder = (EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite", embedder, cfg.max_seq_length)
                          if cfg.embedding_cache else embedder)
         if cfg.engine == "embedded":
-            self.store = QdrantStore(path=settings.data_dir / "qdrant", dim=self.embedder.dim)
+            self.store = QdrantStore(path=settings.data_dir / "qdrant", dim=self.embedder.dim, settings=cfg)
         elif cfg.engine == "qdrant":
-            self.store = QdrantStore(url=cfg.qdrant_url, dim=self.embedder.dim)
+            self.store = QdrantStore(url=cfg.qdrant_url, dim=self.embedder.dim, settings=cfg)
         else:
             raise ValueError(f"unknown vector engine {cfg.engine!r} (embedded | qdrant)")
         self.feedback_weight = cfg.feedback_weight

