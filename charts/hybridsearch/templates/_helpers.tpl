@@ -389,7 +389,7 @@ spec:
           envFrom: {{- toYaml . | nindent 12 }}
           {{- end }}
           {{- include "hybridsearch.probes" (dict "root" $root "port" $c.port "grpc" true "exec" (list "grpc-health-check" (printf "127.0.0.1:%v" $c.port))) | trim | nindent 10 }}
-          resources: {{- toYaml $c.resources | nindent 12 }}
+          resources: {{- include "hybridsearch.quantities" $c.resources | nindent 12 }}
           securityContext: {{- toYaml $root.Values.securityContext | nindent 12 }}
           volumeMounts:
             - name: data
@@ -429,6 +429,22 @@ spec:
   {{- end }}
   resources:
     requests:
-      storage: {{ $c.persistence.size }}
+      storage: {{ $c.persistence.size | toString | quote }}
 {{- end }}
 {{- end }}
+
+{{/*
+Resource requests/limits with every quantity as a string: Kubernetes accepts numbers in YAML, but
+1.20's server-side apply types Quantity as string only and refuses `nvidia.com/gpu: 1`.
+*/}}
+{{- define "hybridsearch.quantities" -}}
+{{- $out := dict -}}
+{{- range $kind, $values := . -}}
+{{- $quantities := dict -}}
+{{- range $name, $value := $values -}}
+{{- $_ := set $quantities $name (toString $value) -}}
+{{- end -}}
+{{- $_ := set $out $kind $quantities -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
