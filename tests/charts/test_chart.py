@@ -391,7 +391,8 @@ def test_triton_gpu_requests(helm, gpus):
     pod = deployment["spec"]["template"]["spec"]
     resources = pod["containers"][0]["resources"]
     if gpus:
-        assert resources["limits"]["nvidia.com/gpu"] == gpus == resources["requests"]["nvidia.com/gpu"]
+        # Quantities are strings: 1.20's server-side apply refuses `nvidia.com/gpu: 1`.
+        assert resources["limits"]["nvidia.com/gpu"] == str(gpus) == resources["requests"]["nvidia.com/gpu"]
         assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
     else:
         assert "nvidia.com/gpu" not in resources.get("limits", {}) and "tolerations" not in pod
