@@ -8,13 +8,9 @@ from hybridsearch.bm25.engine import LexicalEngine
 from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.server import serve
 from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search
+from hybridsearch.common.stores import EngineUnavailable
 from hybridsearch.common.validation import InvalidArgument, abort_invalid
 from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2
-
-
-class EngineUnavailable(RuntimeError):
-    """An engine could not give a complete answer (cluster down, failed shards, timeout): UNAVAILABLE,
-    which the gateway reports as a failed leg and a degraded answer."""
 
 
 def build_engine(settings: Settings) -> LexicalEngine:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import grpc
+
+from hybridsearch.common.stores import EngineUnavailable
 from hybridsearch.common.validation import (
     InvalidArgument,
     abort_invalid,
@@ -32,6 +35,13 @@ def check_leg_search(request: common_pb2.LegSearchRequest) -> tuple[str, list[co
 class StoreServicerMixin:
     """Needs `self.engine` with upsert/delete/stats/content_hashes (see bm25.engine.LexicalEngine)."""
 
+    async def _call_engine(self, context, call):
+        """A store that cannot answer (cluster down, timeout) is UNAVAILABLE: the caller may retry."""
+        try:
+            return await call
+        except EngineUnavailable as err:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
+
     async def UpsertChunks(self, request, context):
         try:
             collection = check_collection(request.collection)
@@ -43,7 +53,7 @@ class StoreServicerMixin:
                     raise InvalidArgument(f"chunk id {c.chunk_id!r} does not belong to document {c.doc_id!r}")
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        result = await self.engine.upsert(collection, list(request.chunks))
+        result = await self._call_engine(context, self.engine.upsert(collection, list(request.chunks)))
         return common_pb2.UpsertChunksResponse(
             documents_written=result.documents_written,
             documents_unchanged=result.documents_unchanged,
@@ -55,7 +65,7 @@ class StoreServicerMixin:
             collection = check_collection(request.collection)
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        docs, chunks = await self.engine.delete(collection, list(request.doc_ids))
+        docs, chunks = await self._call_engine(context, self.engine.delete(collection, list(request.doc_ids)))
         return common_pb2.DeleteDocumentsResponse(documents_deleted=docs, chunks_deleted=chunks)
 
     async def Stats(self, request, context):
@@ -63,7 +73,7 @@ class StoreServicerMixin:
             collection = check_collection(request.collection)
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        stats = await self.engine.stats(collection)
+        stats = await self._call_engine(context, self.engine.stats(collection))
         return common_pb2.StoreStats(
             engine=stats.engine, documents=stats.documents, chunks=stats.chunks, details=stats.details
         )
@@ -74,5 +84,5 @@ class StoreServicerMixin:
         except InvalidArgument as err:
             await abort_invalid(context, err)
         return common_pb2.ContentHashesResponse(
-            hashes=await self.engine.content_hashes(collection, list(request.doc_ids))
+            hashes=await self._call_engine(context, self.engine.content_hashes(collection, list(request.doc_ids)))
         )

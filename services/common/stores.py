@@ -18,3 +18,8 @@ class EngineStats:
     documents: int
     chunks: int
     details: dict[str, str] = field(default_factory=dict)
+
+
+class EngineUnavailable(RuntimeError):
+    """An engine could not give a complete answer (cluster down, failed shards, timeout): UNAVAILABLE,
+    which the gateway reports as a failed leg and a degraded answer, and a writer retries."""

@@ -1,0 +1,437 @@
+"""OpenSearch BM25: the LexicalEngine on an OpenSearch cluster (or anything speaking its REST API).
+
+One index per collection, `<index_prefix><collection>`, created on first write with settings that
+reproduce the embedded engine (docs/opensearch.md): a BM25 similarity with the configured k1/b, a
+custom analyzer (standard tokenizer, possessive 's, lowercase, the same explicit stopword list, the
+stemmer), a `flat` field holding title+heading+text and a `title` field added with `title_boost`.
+
+Writes are idempotent per document, like the embedded engine: unchanged documents (same content hash,
+same chunk count) are skipped; a changed document's chunks are indexed under one write id and its
+chunks from earlier writes are deleted afterwards, so a search never sees the document missing.
+User text only ever reaches `match`/`multi_match` (never `query_string`): it is analyzed as words.
+A response with failed shards or `timed_out`, or a cluster that does not answer, raises
+EngineUnavailable, which the BM25 service reports as UNAVAILABLE: the gateway marks the leg failed
+and the answer degraded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from itertools import islice
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from opensearchpy import AsyncOpenSearch, helpers
+from opensearchpy.exceptions import ConnectionError as TransportConnectionError
+from opensearchpy.exceptions import (
+    ConnectionTimeout,
+    NotFoundError,
+    OpenSearchException,
+    RequestError,
+    TransportError,
+)
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from hybridsearch.bm25.analyzer import STOPWORD_LISTS
+from hybridsearch.common.stores import EngineUnavailable
+from hybridsearch.common.chunking import indexed_text
+from hybridsearch.common.stores import EngineStats, UpsertResult
+from hybridsearch.v1 import common_pb2
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+ANALYZER = "hybridsearch_english"
+SIMILARITY = "hybridsearch_bm25"
+# terms queries and aggregations over document ids go in slices of this many ids.
+IDS_PER_REQUEST = 1000
+RETRYABLE_STATUS = {429, 502, 503, 504}
+
+
+def batched(items: list[T], size: int):
+    """itertools.batched, which needs Python 3.12."""
+    it = iter(items)
+    while part := list(islice(it, size)):
+        yield part
+
+
+def stemmer_filter(stemmer: str) -> str | dict[str, str]:
+    """The OpenSearch token filter for a PyStemmer algorithm name."""
+    if stemmer == "porter":
+        return "porter_stem"  # Lucene's PorterStemmer (see docs/opensearch.md for its three departures)
+    if stemmer == "english":
+        return {"type": "stemmer", "language": "porter2"}  # Snowball English, as PyStemmer's "english"
+    return {"type": "snowball", "language": stemmer.capitalize()}
+
+
+def index_body(*, k1: float, b: float, stemmer: str, stopwords: str, shards: int, replicas: int) -> dict[str, Any]:
+    """Settings and mapping of a collection's index: the embedded engine's analysis and BM25."""
+    if stopwords not in STOPWORD_LISTS:
+        raise ValueError(f"unknown stopword list {stopwords!r}: choose one of {', '.join(STOPWORD_LISTS)}")
+    filters: dict[str, Any] = {"hybridsearch_possessive": {"type": "stemmer", "language": "possessive_english"}}
+    chain = ["hybridsearch_possessive", "lowercase"]
+    if STOPWORD_LISTS[stopwords]:
+        # An explicit list, never `_english_`: the embedded engine's list is the reference.
+        filters["hybridsearch_stop"] = {"type": "stop", "stopwords": sorted(STOPWORD_LISTS[stopwords])}
+        chain.append("hybridsearch_stop")
+    stem = stemmer_filter(stemmer)
+    if isinstance(stem, dict):
+        filters["hybridsearch_stem"] = stem
+        stem = "hybridsearch_stem"
+    chain.append(stem)
+    text = {"type": "text", "analyzer": ANALYZER, "similarity": SIMILARITY}
+    return {
+        "settings": {
+            "index": {
+                "number_of_shards": shards,
+                "number_of_replicas": replicas,
+                "similarity": {SIMILARITY: {"type": "BM25", "k1": k1, "b": b}},
+            },
+            "analysis": {
+                "filter": filters,
+                "analyzer": {ANALYZER: {"type": "custom", "tokenizer": "standard", "filter": chain}},
+            },
+        },
+        "mappings": {
+            "dynamic": "strict",
+            # Metadata values are exact-match strings (filters compare whole values), never analyzed.
+            "dynamic_templates": [
+                {"metadata_as_keywords": {"path_match": "meta.*", "match_mapping_type": "string",
+                                          "mapping": {"type": "keyword"}}}
+            ],
+            "properties": {
+                "flat": text,
+                "title": text,
+                "heading": {"type": "text", "index": False},
+                "text": {"type": "text", "index": False},
+                "doc_id": {"type": "keyword"},
+                "position": {"type": "integer"},
+                "content_hash": {"type": "keyword"},
+                "write_id": {"type": "keyword"},
+                # One chunk a document carries it: exact document counts and hash look-ups.
+                "first_chunk": {"type": "boolean"},
+                "meta": {"type": "object", "dynamic": True},
+            },
+        },
+    }
+
+
+def filter_clauses(filters: list[common_pb2.MetadataFilter]) -> tuple[list[dict], list[dict]]:
+    """(filter, must_not) clauses with the semantics of validation.matches_filters."""
+    must, must_not = [], []
+    for f in filters:
+        key = f"meta.{f.field}"
+        which = f.WhichOneof("condition")
+        if which == "equals":
+            must.append({"term": {key: f.equals}})
+        elif which == "any_of":
+            must.append({"terms": {key: list(f.any_of.values)}})
+        elif which == "not_equals":
+            must_not.append({"term": {key: f.not_equals}})
+    return must, must_not
+
+
+def check_search_response(response: dict[str, Any]) -> dict[str, Any]:
+    """The response if it is complete; EngineUnavailable if any shard failed or the search timed out."""
+    if "error" in response:
+        error = response["error"]
+        reason = error.get("reason", error) if isinstance(error, dict) else error
+        causes = _root_causes(error)
+        detail = f"{reason} ({causes})" if causes else f"{reason}"
+        raise EngineUnavailable(f"search failed (status {response.get('status')}): {detail}")
+    shards = response.get("_shards", {})
+    if shards.get("failed", 0) > 0:
+        raise EngineUnavailable(
+            f"{shards['failed']} of {shards.get('total')} shards failed: "
+            f"{_shard_failures(shards.get('failures', []))}"
+        )
+    if response.get("timed_out"):
+        raise EngineUnavailable("search timed out: the results are partial")
+    return response
+
+
+def _root_causes(error: Any) -> str:
+    if not isinstance(error, dict):
+        return ""
+    causes = error.get("root_cause") or []
+    return "; ".join(f"{c.get('type')}: {c.get('reason')}" for c in causes if isinstance(c, dict))
+
+
+def _shard_failures(failures: list[dict[str, Any]]) -> str:
+    reasons = {f"{f.get('index')}: {(f.get('reason') or {}).get('type')}: {(f.get('reason') or {}).get('reason')}"
+               for f in failures}
+    return "; ".join(sorted(reasons)) or "no reason given"
+
+
+def _retryable(err: BaseException) -> bool:
+    if isinstance(err, (TransportConnectionError, ConnectionTimeout)):
+        return True
+    return isinstance(err, TransportError) and err.status_code in RETRYABLE_STATUS
+
+
+class OpenSearchBm25Engine:
+    """LexicalEngine on an OpenSearch cluster via opensearch-py's AsyncOpenSearch."""
+
+    name = "opensearch-bm25"
+
+    def __init__(self, url: str, *, k1: float = 1.2, b: float = 0.75, stemmer: str = "porter",
+                 stopwords: str = "en_plus", title_boost: float = 0.0, index_prefix: str = "hybridsearch-",
+                 shards: int = 1, replicas: int = 1, timeout_s: float = 10.0, search_timeout_s: float = 5.0,
+                 bulk_chunk_size: int = 500, bulk_max_bytes: int = 10 * 1024 * 1024,
+                 bulk_in_flight: int = 2, write_attempts: int = 4) -> None:
+        # Shown in errors and stats: without credentials a URL may carry (http://user:secret@host).
+        parts = urlsplit(url)
+        self.url = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+        self.body = index_body(k1=k1, b=b, stemmer=stemmer, stopwords=stopwords, shards=shards, replicas=replicas)
+        self.k1, self.b, self.stemmer, self.stopwords = k1, b, stemmer, stopwords
+        self.title_boost = title_boost
+        self.index_prefix = index_prefix
+        # With several shards each scores with its own statistics unless dfs gathers global ones first.
+        self.search_type = "dfs_query_then_fetch" if shards > 1 else "query_then_fetch"
+        self.search_timeout = f"{int(search_timeout_s * 1000)}ms"
+        self.bulk_chunk_size, self.bulk_max_bytes = bulk_chunk_size, bulk_max_bytes
+        # Backpressure: at most this many bulk requests in flight, across every concurrent upsert.
+        self._bulk_slots = asyncio.Semaphore(bulk_in_flight)
+        self.write_attempts = write_attempts
+        # Transport retries would fire at once and hide a dead cluster: writes retry with backoff
+        # (tenacity) and searches not at all (the gateway's deadline and degraded leg handle those).
+        self.timeout_s = timeout_s
+        self.client = AsyncOpenSearch(hosts=[url], timeout=timeout_s, max_retries=0, retry_on_timeout=False)
+        self._known: set[str] = set()
+        self._create_lock = asyncio.Lock()
+        self._score_scale: float | None = None
+
+    def index(self, collection: str) -> str:
+        return f"{self.index_prefix}{collection}"
+
+    @property
+    def description(self) -> dict[str, str]:
+        return {"k1": str(self.k1), "b": str(self.b), "analyzer": f"{self.stemmer}+{self.stopwords}-stopwords",
+                "title_boost": str(self.title_boost), "url": self.url}
+
+    async def _call(self, what: str, request: Callable[[], Awaitable[T]], *, retry: bool = False) -> T:
+        """Runs one client request; transport failures become EngineUnavailable."""
+        try:
+            if not retry:
+                return await request()
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(self.write_attempts), wait=wait_exponential(multiplier=0.2, max=5),
+                retry=retry_if_exception(_retryable), reraise=True,
+            ):
+                with attempt:
+                    return await request()
+        except helpers.BulkIndexError:
+            raise
+        except NotFoundError as err:
+            self._known.clear()  # an index deleted behind our back: look again next time
+            raise EngineUnavailable(f"opensearch {what} at {self.url}: not found: {err}") from err
+        except ConnectionTimeout as err:
+            raise EngineUnavailable(f"opensearch {what} at {self.url} timed out after {self.timeout_s}s") from err
+        except (OpenSearchException, TransportError) as err:
+            raise EngineUnavailable(f"opensearch {what} at {self.url} failed: {err}") from err
+        raise AssertionError("unreachable")
+
+    async def score_scale(self) -> float:
+        """Factor that puts the server's BM25 scores on the embedded engine's scale.
+
+        Elasticsearch and OpenSearch before 3.0 score "BM25" with LegacyBM25Similarity, which multiplies
+        every score by (k1 + 1); OpenSearch 3.0 uses Lucene's BM25Similarity, as bm25s does."""
+        if self._score_scale is None:
+            version = (await self._call("info", self.client.info)).get("version", {})
+            major = int(str(version.get("number", "0")).split(".")[0] or 0)
+            legacy = version.get("distribution") != "opensearch" or major < 3
+            self._score_scale = 1.0 / (1.0 + self.k1) if legacy else 1.0
+        return self._score_scale
+
+    async def _exists(self, collection: str) -> bool:
+        index = self.index(collection)
+        if index in self._known:
+            return True
+        if await self._call("exists", lambda: self.client.indices.exists(index=index)):
+            self._known.add(index)
+            return True
+        return False
+
+    async def _ensure_index(self, collection: str) -> str:
+        index = self.index(collection)
+        async with self._create_lock:
+            if not await self._exists(collection):
+                await self._call("create index", lambda: self._create(index), retry=True)
+                self._known.add(index)
+        return index
+
+    async def _create(self, index: str) -> None:
+        try:
+            await self.client.indices.create(index=index, body=self.body)
+            log.info("created opensearch index %s", index)
+        except RequestError as err:
+            if err.error != "resource_already_exists_exception":  # another replica of this service won
+                raise
+
+    async def _refresh(self, index: str) -> None:
+        await self._call("refresh", lambda: self.client.indices.refresh(index=index), retry=True)
+
+    async def _stored_versions(self, index: str, doc_ids: list[str]) -> dict[str, dict[str, int]]:
+        """For each stored document: {content hash: chunk count} over all of its chunks."""
+        out: dict[str, dict[str, int]] = {}
+        for ids in batched(doc_ids, IDS_PER_REQUEST):
+            body = {
+                "size": 0,
+                "query": {"terms": {"doc_id": ids}},
+                "aggs": {"docs": {"terms": {"field": "doc_id", "size": len(ids)},
+                                  "aggs": {"hashes": {"terms": {"field": "content_hash", "size": 2}}}}},
+            }
+            response = check_search_response(
+                await self._call("version look-up", lambda: self.client.search(index=index, body=body), retry=True)
+            )
+            for bucket in response["aggregations"]["docs"]["buckets"]:
+                out[bucket["key"]] = {h["key"]: h["doc_count"] for h in bucket["hashes"]["buckets"]}
+        return out
+
+    async def upsert(self, collection: str, chunks: list[common_pb2.Chunk]) -> UpsertResult:
+        by_doc: dict[str, list[common_pb2.Chunk]] = {}
+        for c in chunks:
+            by_doc.setdefault(c.doc_id, []).append(c)
+        result = UpsertResult()
+        if not by_doc:
+            return result
+        index = await self._ensure_index(collection)
+        stored = await self._stored_versions(index, list(by_doc))
+        write_id = uuid.uuid4().hex
+        changed: list[str] = []
+        actions: list[dict[str, Any]] = []
+        for doc_id, doc_chunks in by_doc.items():
+            new_hash = doc_chunks[0].content_hash
+            if stored.get(doc_id) == {new_hash: len(doc_chunks)}:
+                result.documents_unchanged += 1
+                continue
+            changed.append(doc_id)
+            result.documents_written += 1
+            result.chunks_written += len(doc_chunks)
+            for n, c in enumerate(doc_chunks):
+                actions.append({
+                    "_index": index, "_id": c.chunk_id,
+                    "_source": {
+                        "flat": indexed_text(c.title, c.heading, c.text), "title": c.title, "heading": c.heading,
+                        "text": c.text, "doc_id": c.doc_id, "position": c.position,
+                        "content_hash": c.content_hash, "write_id": write_id, "first_chunk": n == 0,
+                        "meta": dict(c.metadata),
+                    },
+                })
+        if not actions:
+            return result
+        await asyncio.gather(*(self._bulk(part) for part in batched(actions, self.bulk_chunk_size)))
+        await self._refresh(index)
+        # Chunks of the changed documents from earlier writes (a document that shrank leaves some).
+        for ids in batched(changed, IDS_PER_REQUEST):
+            stale = {"bool": {"filter": [{"terms": {"doc_id": ids}}],
+                              "must_not": [{"term": {"write_id": write_id}}]}}
+            await self._delete_by_query(index, stale)
+        return result
+
+    async def _bulk(self, actions: list[dict[str, Any]]) -> None:
+        async with self._bulk_slots:
+            try:
+                # max_retries: items (or whole requests) rejected with 429 are resent with backoff.
+                await self._call("bulk", lambda: helpers.async_bulk(
+                    self.client, actions, chunk_size=self.bulk_chunk_size, max_chunk_bytes=self.bulk_max_bytes,
+                    max_retries=self.write_attempts, initial_backoff=0.5, max_backoff=10,
+                ), retry=True)
+            except helpers.BulkIndexError as err:
+                first = err.errors[0] if err.errors else {}
+                raise EngineUnavailable(
+                    f"opensearch bulk: {len(err.errors)} chunks not indexed, e.g. {first}"
+                ) from err
+
+    async def _delete_by_query(self, index: str, query: dict[str, Any]) -> int:
+        response = await self._call("delete_by_query", lambda: self.client.delete_by_query(
+            index=index, body={"query": query}, params={"refresh": "true", "conflicts": "proceed"},
+        ), retry=True)
+        if response.get("failures"):
+            raise EngineUnavailable(f"opensearch delete_by_query failures: {response['failures'][:3]}")
+        return int(response.get("deleted", 0))
+
+    async def delete(self, collection: str, doc_ids: list[str]) -> tuple[int, int]:
+        if not doc_ids or not await self._exists(collection):
+            return 0, 0
+        index = self.index(collection)
+        docs = chunks = 0
+        for ids in batched(list(dict.fromkeys(doc_ids)), IDS_PER_REQUEST):
+            docs += await self._count(index, {"bool": {"filter": [{"terms": {"doc_id": ids}},
+                                                                  {"term": {"first_chunk": True}}]}})
+            chunks += await self._delete_by_query(index, {"terms": {"doc_id": ids}})
+        return docs, chunks
+
+    async def _count(self, index: str, query: dict[str, Any] | None = None) -> int:
+        body = {"query": query} if query else None
+        response = check_search_response(
+            await self._call("count", lambda: self.client.count(index=index, body=body), retry=True)
+        )
+        return int(response["count"])
+
+    def _text_query(self, text: str) -> dict[str, Any]:
+        if self.title_boost > 0:
+            # most_fields sums the field scores: BM25(flat) + title_boost x BM25(title), as embedded.
+            return {"multi_match": {"query": text, "type": "most_fields",
+                                    "fields": ["flat", f"title^{self.title_boost}"]}}
+        return {"match": {"flat": {"query": text}}}
+
+    async def search(self, collection, queries, limit, filters):
+        if not await self._exists(collection):
+            return [[] for _ in queries]
+        index = self.index(collection)
+        must, must_not = filter_clauses(filters)
+        lines: list[dict[str, Any]] = []
+        for text in queries:
+            lines.append({"index": index, "search_type": self.search_type})
+            lines.append({
+                "size": limit,
+                "timeout": self.search_timeout,
+                "track_total_hits": False,
+                "_source": ["doc_id", "title", "text"],
+                "query": {"bool": {"must": [self._text_query(text)], "filter": must, "must_not": must_not}},
+            })
+        scale = await self.score_scale()
+        response = await self._call("msearch", lambda: self.client.msearch(body=lines))
+        lists = []
+        for item in response["responses"]:
+            if item.get("error", {}).get("type") == "index_not_found_exception":
+                self._known.discard(index)  # deleted since the existence check
+                lists.append([])
+                continue
+            hits = check_search_response(item)["hits"]["hits"]
+            lists.append([
+                common_pb2.LegHit(chunk_id=h["_id"], doc_id=h["_source"]["doc_id"], score=float(h["_score"]) * scale,
+                                  rank=rank, title=h["_source"].get("title", ""), text=h["_source"].get("text", ""))
+                for rank, h in enumerate(hits, start=1)
+            ])
+        return lists
+
+    async def stats(self, collection: str) -> EngineStats:
+        docs = chunks = 0
+        details = {**self.description, "index": self.index(collection)}
+        if await self._exists(collection):
+            index = self.index(collection)
+            docs = await self._count(index, {"term": {"first_chunk": True}})
+            chunks = await self._count(index)
+            details["score_scale"] = f"{await self.score_scale():.6g}"
+        return EngineStats(self.name, docs, chunks, details)
+
+    async def content_hashes(self, collection: str, doc_ids: list[str]) -> dict[str, str]:
+        if not doc_ids or not await self._exists(collection):
+            return {}
+        index = self.index(collection)
+        out: dict[str, str] = {}
+        for ids in batched(list(dict.fromkeys(doc_ids)), IDS_PER_REQUEST):
+            body = {"size": len(ids), "_source": ["doc_id", "content_hash"],
+                    "query": {"bool": {"filter": [{"terms": {"doc_id": ids}}, {"term": {"first_chunk": True}}]}}}
+            response = check_search_response(
+                await self._call("hash look-up", lambda: self.client.search(index=index, body=body), retry=True)
+            )
+            out.update({h["_source"]["doc_id"]: h["_source"]["content_hash"] for h in response["hits"]["hits"]})
+        return out
+
+    async def close(self) -> None:
+        await self.client.close()
