@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from conftest import STACK_ENV, running_stack
+from stacks import STACK_ENV, running_stack
 from hybridsearch.cli import SAMPLE_CORPUS
 from hybridsearch.client import GatewayClient
 from hybridsearch.common.models import ModelUnavailable, llm_model_path

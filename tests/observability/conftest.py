@@ -3,23 +3,9 @@ OTLP traces to a real OpenTelemetry collector (rotel) and serving Prometheus met
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from otel_helpers import OBSERVED_ENV, Collector, new_traceparent
-
-
-def _root_conftest():
-    """tests/conftest.py under a name of its own: both conftests are `conftest` to pytest's import mode."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("hybridsearch_tests_conftest", Path(__file__).parents[1] / "conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-running_stack = _root_conftest().running_stack
+from stacks import running_stack
 
 
 @pytest.fixture(scope="session")

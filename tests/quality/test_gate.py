@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SHARED_DATASETS, STACK_ENV, running_stack
+from stacks import REPO, SHARED_DATASETS, STACK_ENV, running_stack
 
 pytestmark = pytest.mark.quality
 PINNED = json.loads((Path(__file__).with_name("pinned.json")).read_text())
