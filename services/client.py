@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
+from collections.abc import Callable, Iterable
 
 import grpc
 
+from hybridsearch.common.iterables import batched
 from hybridsearch.common.server import CHANNEL_OPTIONS
 from hybridsearch.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
 
@@ -14,12 +14,6 @@ MODES = {"bm25": common_pb2.RETRIEVAL_MODE_BM25, "vector": common_pb2.RETRIEVAL_
          "hybrid": common_pb2.RETRIEVAL_MODE_HYBRID}
 EFFORTS = {"fast": common_pb2.EFFORT_FAST, "balanced": common_pb2.EFFORT_BALANCED,
            "thorough": common_pb2.EFFORT_THOROUGH}
-
-
-def batched(items: Iterable, size: int) -> Iterator[list]:
-    it = iter(items)
-    while batch := list(islice(it, size)):
-        yield batch
 
 
 class GatewayClient:

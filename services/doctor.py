@@ -55,7 +55,7 @@ def run_doctor(out: Console) -> int:
 def _llm_state(settings) -> tuple[str, str]:
     """The configured endpoint, or the llama.cpp server the launcher starts on llm_port."""
     cfg = settings.expansion
-    url = cfg.llm_url or (f"http://127.0.0.1:{cfg.llm_port}/v1" if cfg.llm_serve else "")
+    url = cfg.llm_url or (cfg.served_llm_url if cfg.llm_serve else "")
     if not url:
         return "none", "pseudo-relevance feedback only (llm_serve is empty)"
     try:

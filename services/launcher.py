@@ -64,6 +64,8 @@ class Stack:
     with_triton: bool = True
     with_redis: bool = True
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    # Settings the stack decides for its services (e.g. the LLM endpoint it started), on top of os.environ.
+    service_env: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -123,10 +125,11 @@ class Stack:
             return
         if name is None:
             return
+        # The services read their settings from the environment: point expansion at this server.
+        self.service_env["HYBRIDSEARCH_EXPANSION__LLM_URL"] = cfg.served_llm_url
         if port_open("127.0.0.1", cfg.llm_port):
             # Same rule as Redis and Triton: a server already there is used, not fought over.
             self.notes.append(f"llm: using the server already on 127.0.0.1:{cfg.llm_port}")
-            os.environ["HYBRIDSEARCH_EXPANSION__LLM_URL"] = f"http://127.0.0.1:{cfg.llm_port}/v1"
             return
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", name,
                "--host", "127.0.0.1", "--port", str(cfg.llm_port), "--n_ctx", "2048"]
@@ -135,9 +138,7 @@ class Stack:
         self.procs["llm"] = subprocess.Popen(die_with_parent(cmd), stdout=self._log("llm"), stderr=subprocess.STDOUT,
                                              start_new_session=True)
         self._wait("llm", lambda: _http_ok("127.0.0.1", cfg.llm_port, "/v1/models"), 120)
-        # The services read their settings from the environment: point expansion at this server.
-        os.environ["HYBRIDSEARCH_EXPANSION__LLM_URL"] = f"http://127.0.0.1:{cfg.llm_port}/v1"
-        os.environ["HYBRIDSEARCH_EXPANSION__LLM_MODEL"] = name
+        self.service_env["HYBRIDSEARCH_EXPANSION__LLM_MODEL"] = name
         self.notes.append(f"llm: llama.cpp serving {name} on 127.0.0.1:{cfg.llm_port}")
 
     def start_service(self, name: str) -> None:
@@ -145,7 +146,7 @@ class Stack:
         self.procs[name] = subprocess.Popen(
             die_with_parent([sys.executable, "-m", "hybridsearch.cli", "serve", name]),
             stdout=self._log(name), stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, **metrics_port_env(self.settings, name)},
+            env={**os.environ, **self.service_env, **metrics_port_env(self.settings, name)},
         )
         self._wait(name, lambda: grpc_healthy(address), 180)
         self.notes.append(f"{name}: serving on {address}")

@@ -4,7 +4,7 @@ process on loopback ports of its own, with a fresh data directory (tests/stacks.
 from __future__ import annotations
 
 import pytest
-from stacks import STACK_ENV, running_stack
+from stacks import STACK_ENV, gateway_client, running_stack
 
 
 @pytest.fixture(scope="session")
@@ -15,8 +15,5 @@ def stack(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def gateway(stack):
-    from hybridsearch.client import GatewayClient
-
-    client = GatewayClient(stack.settings.endpoints.addr("gateway"))
-    yield client
-    client.close()
+    with gateway_client(stack) as client:
+        yield client

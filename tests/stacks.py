@@ -49,3 +49,20 @@ def running_stack(env: dict[str, str]):
         get_settings.cache_clear()
 
 
+def stack_env_on(grpc: str, redis: str, triton: str) -> dict[str, str]:
+    """STACK_ENV moved to other ports, for a stack that runs beside the shared one: each argument
+    replaces a port family's prefix (grpc "5205" gives 52051-52055, redis "5647" 56479, triton "5810" 58100-58102)."""
+    return {key: value.replace("5105", grpc).replace("5637", redis).replace("5800", triton)
+            for key, value in STACK_ENV.items()}
+
+
+@contextmanager
+def gateway_client(stack):
+    """A client of a running stack's gateway, closed afterwards."""
+    from hybridsearch.client import GatewayClient
+
+    client = GatewayClient(stack.settings.endpoints.addr("gateway"))
+    try:
+        yield client
+    finally:
+        client.close()

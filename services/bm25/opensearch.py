@@ -20,7 +20,6 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from itertools import islice
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -36,9 +35,9 @@ from opensearchpy.exceptions import (
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from hybridsearch.bm25.analyzer import STOPWORD_LISTS
-from hybridsearch.common.stores import EngineUnavailable
 from hybridsearch.common.chunking import indexed_text
-from hybridsearch.common.stores import EngineStats, UpsertResult
+from hybridsearch.common.iterables import batched
+from hybridsearch.common.stores import EngineStats, EngineUnavailable, UpsertResult
 from hybridsearch.v1 import common_pb2
 
 log = logging.getLogger(__name__)
@@ -48,13 +47,6 @@ SIMILARITY = "hybridsearch_bm25"
 # terms queries and aggregations over document ids go in slices of this many ids.
 IDS_PER_REQUEST = 1000
 RETRYABLE_STATUS = {429, 502, 503, 504}
-
-
-def batched(items: list[T], size: int):
-    """itertools.batched, which needs Python 3.12."""
-    it = iter(items)
-    while part := list(islice(it, size)):
-        yield part
 
 
 def stemmer_filter(stemmer: str) -> str | dict[str, str]:

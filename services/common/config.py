@@ -113,6 +113,11 @@ class ExpansionSettings(BaseModel):
     llm_port: int = 8080
     llm_threads: int = 0  # 0 = llama.cpp's default (all cores)
     llm_max_tokens: int = 320
+
+    @property
+    def served_llm_url(self) -> str:
+        """Where the llama.cpp server the launcher starts (llm_serve) answers."""
+        return f"http://127.0.0.1:{self.llm_port}/v1"
     # Pseudo-relevance feedback (RM3-style) over the top BM25 hits; BALANCED uses it only when
     # prf_in_balanced is set (THOROUGH without an LLM always does).
     prf_in_balanced: bool = True

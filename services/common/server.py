@@ -63,11 +63,11 @@ async def serve(
     """Starts a server, marks it SERVING, and runs until SIGINT/SIGTERM."""
     setup_telemetry(name)
     settings = get_settings()
-    start_metrics_server(name, settings.endpoints.host, settings.metrics_port)
+    host = settings.endpoints.host
+    start_metrics_server(name, host, settings.metrics_port)
     server = create_server(name)
     service_names = await register(server)
     health_servicer = add_health_and_reflection(server, service_names)
-    host = get_settings().endpoints.host
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise RuntimeError(f"{name}: cannot bind {host}:{port}")

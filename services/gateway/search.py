@@ -17,6 +17,7 @@ import asyncio
 import logging
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import grpc
@@ -105,6 +106,12 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         self.tracer = tracer(__name__)
         metrics.initialise(metrics.DEGRADED_LEGS, "leg", metrics.DEGRADABLE_LEGS)
 
+    @contextmanager
+    def _observed(self, leg: str):
+        """One call the gateway makes: a span `gateway.<leg>` and its latency in LEG_DURATION."""
+        with self.tracer.start_as_current_span(f"gateway.{leg}") as span, metrics.LEG_DURATION.labels(leg=leg).time():
+            yield span
+
     async def Search(self, request, context):
         try:
             plan = plan_search(request, self.settings)
@@ -189,8 +196,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         request = common_pb2.LegSearchRequest(
             collection=plan.collection, queries=queries, limit=depth, filters=plan.filters, feedback_docs=feedback,
         )
-        label = f"{name}{'.variants' if variants else ''}"
-        with self.tracer.start_as_current_span(f"gateway.{label}"), metrics.LEG_DURATION.labels(leg=label).time():
+        with self._observed(f"{name}{'.variants' if variants else ''}"):
             try:
                 response = await stub.Search(request, timeout=deadline.left())
             except (grpc.aio.AioRpcError, asyncio.TimeoutError) as err:
@@ -216,8 +222,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         if plan.effort == common_pb2.EFFORT_FAST:
             trace.leg("expansion", SKIPPED, "fast effort")
             return
-        leg_timer = metrics.LEG_DURATION.labels(leg="expansion").time()
-        with self.tracer.start_as_current_span("gateway.expansion"), leg_timer:
+        with self._observed("expansion"):
             try:
                 trace.expansion = await self.backends.expansion.Expand(
                     expansion_pb2.ExpandRequest(query=plan.query, collection=plan.collection, effort=plan.effort, filters=plan.filters),
@@ -283,8 +288,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             trace.leg("rerank", SKIPPED, f"fewer than {cfg.min_candidates} candidates")
             return unchanged
         passages = [_passage(h) for h in head]
-        leg_timer = metrics.LEG_DURATION.labels(leg="rerank").time()
-        with self.tracer.start_as_current_span("gateway.rerank") as span, leg_timer:
+        with self._observed("rerank") as span:
             span.set_attribute("rerank.pool", len(head))
             try:
                 scores = await self.backends.reranker.score(plan.query, passages, deadline.left())

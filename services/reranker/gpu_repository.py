@@ -25,7 +25,6 @@ instance_group on an ensemble, so that is where the client can see it is served 
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +33,8 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from hybridsearch.common.config import Settings
-from hybridsearch.common.models import ModelUnavailable, sha256_file, verify
-from hybridsearch.reranker.triton import read_manifest, reranker_export_dir
+from hybridsearch.common.models import ModelUnavailable
+from hybridsearch.reranker.triton import read_export, reranker_export_dir
 
 STEPS_SOURCE = Path(__file__).parent / "gpu_steps.py"
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -192,13 +191,7 @@ def build_gpu_repository(settings: Settings, out: Path, opts: GpuOptions | None 
     repository is built from (data_dir/models/reranker)."""
     opts = opts or GpuOptions()
     source = source or reranker_export_dir(settings)
-    if source == reranker_export_dir(settings):
-        manifest = read_manifest(settings)
-    else:
-        if not (source / "manifest.json").exists():
-            raise ModelUnavailable(f"no manifest.json in {source}")
-        manifest = json.loads((source / "manifest.json").read_text())
-    verify(source / "model.onnx", manifest["sha256"])
+    manifest = read_export(source)
     if "max_length" not in manifest:
         raise ModelUnavailable(f"{source}/manifest.json has no max_length: the GPU profile needs a fixed one")
     name = settings.rerank.model_name
@@ -218,13 +211,9 @@ def build_gpu_repository(settings: Settings, out: Path, opts: GpuOptions | None 
     shutil.copy(source / "model.onnx", out / f"{name}_onnx" / "1" / "model.onnx")
     shutil.copy(source / "manifest.json", out / f"{name}_onnx" / "1" / "manifest.json")
 
-    served = out / f"{name}_onnx" / "1" / "model.onnx"
-    digest = sha256_file(served)
-    if digest != manifest["sha256"]:
-        raise ModelUnavailable(f"{served}: sha256 {digest} != manifest {manifest['sha256']}")
     notes = []
-    if has_dynamic_int8(served):
+    if has_dynamic_int8(source / "model.onnx"):
         notes.append("model.onnx is dynamically quantised int8: TensorRT cannot run MatMulInteger/"
                      "DynamicQuantizeLinear, ORT runs those on CUDA; an fp32 export as --source gives "
                      "TensorRT the whole graph in fp16")
-    return {"repository": str(out), "models": sorted(configs), "sha256": digest, "notes": notes}
+    return {"repository": str(out), "models": sorted(configs), "sha256": manifest["sha256"], "notes": notes}

@@ -35,18 +35,20 @@ def reranker_export_dir(settings: Settings) -> Path:
     return models_dir(settings) / "reranker"
 
 
-def read_manifest(settings: Settings) -> dict:
-    path = reranker_export_dir(settings) / "manifest.json"
+def read_export(folder: Path) -> dict:
+    """The manifest of an exported reranker folder, its model.onnx checked against the manifest's sha256."""
+    path = folder / "manifest.json"
     if not path.exists():
-        raise ModelUnavailable(f"no reranker exported at {path.parent}: run `hybridsearch export-models`")
-    return json.loads(path.read_text())
+        raise ModelUnavailable(f"no reranker exported at {folder}: run `hybridsearch export-models`")
+    manifest = json.loads(path.read_text())
+    verify(folder / "model.onnx", manifest["sha256"])
+    return manifest
 
 
 def build_repository(settings: Settings) -> Path:
     """data_dir/triton/repository/reranker/{config.pbtxt, 1/{model.py, model.onnx, tokenizer.json, manifest.json}}."""
-    manifest = read_manifest(settings)
     source = reranker_export_dir(settings)
-    verify(source / "model.onnx", manifest["sha256"])
+    manifest = read_export(source)
     repo = settings.data_dir / "triton" / "repository"
     target = repo / settings.rerank.model_name
     shutil.rmtree(target, ignore_errors=True)

@@ -14,9 +14,8 @@ import uuid
 
 import pytest
 
-from stacks import STACK_ENV, running_stack
+from stacks import gateway_client, running_stack, stack_env_on
 from hybridsearch.cli import SAMPLE_CORPUS
-from hybridsearch.client import GatewayClient
 from hybridsearch.common.models import ModelUnavailable, llm_model_path
 from hybridsearch.corpus import read_folder
 from hybridsearch.v1 import common_pb2, search_pb2
@@ -24,8 +23,7 @@ from hybridsearch.v1 import common_pb2, search_pb2
 pytestmark = pytest.mark.stack
 OK = search_pb2.LEG_STATE_OK
 LLM_ENV = {
-    **{key: value.replace("5105", "5505").replace("5637", "5667").replace("5800", "5820")
-       for key, value in STACK_ENV.items()},
+    **stack_env_on(grpc="5505", redis="5667", triton="5820"),
     "HYBRIDSEARCH_EXPANSION__LLM_SERVE": "smollm2-135m",
     "HYBRIDSEARCH_EXPANSION__LLM_PORT": "55080",
 }
@@ -48,11 +46,10 @@ def llm_stack(tmp_path_factory):
         if os.environ.get("HYBRIDSEARCH_REQUIRE_LLM"):
             pytest.fail(f"the LLM is required here: {missing}")
         pytest.skip(missing)
-    with running_stack({**LLM_ENV, "HYBRIDSEARCH_DATA_DIR": str(tmp_path_factory.mktemp("llm-stack"))}) as stack:
-        client = GatewayClient(stack.settings.endpoints.addr("gateway"))
+    with (running_stack({**LLM_ENV, "HYBRIDSEARCH_DATA_DIR": str(tmp_path_factory.mktemp("llm-stack"))}) as stack,
+          gateway_client(stack) as client):
         client.index("default", list(read_folder(SAMPLE_CORPUS)))
         yield stack, client
-        client.close()
 
 
 def thorough(client, query):

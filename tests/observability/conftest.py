@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from otel_helpers import OBSERVED_ENV, Collector, new_traceparent
-from stacks import running_stack
+from stacks import gateway_client, running_stack
 
 
 @pytest.fixture(scope="session")
@@ -24,11 +24,8 @@ def observed_stack(collector, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def observed_gateway(observed_stack):
-    from hybridsearch.client import GatewayClient
-
-    client = GatewayClient(observed_stack.settings.endpoints.addr("gateway"))
-    yield client
-    client.close()
+    with gateway_client(observed_stack) as client:
+        yield client
 
 
 @pytest.fixture(scope="session")

@@ -15,14 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from stacks import REPO, SHARED_DATASETS, STACK_ENV, running_stack
+from stacks import REPO, SHARED_DATASETS, running_stack, stack_env_on
 
 pytestmark = pytest.mark.quality
 PINNED = json.loads((Path(__file__).with_name("pinned.json")).read_text())
 TOLERANCE = 0.01
 # Ports of its own: the session's `stack` fixture may still hold STACK_ENV's.
-GATE_ENV = {key: value.replace("5105", "5205").replace("5637", "5647").replace("5800", "5810")
-            for key, value in STACK_ENV.items()}
+GATE_ENV = stack_env_on(grpc="5205", redis="5647", triton="5810")
 
 
 @pytest.fixture(scope="module")
