@@ -8,7 +8,9 @@
 #
 # Environment: K8S_TOOLS (cluster.sh's folder), K8S_HOME (its binaries, ~/.cache/k8s-1.20),
 # CHART (default charts/hybridsearch), VALUES_HOLLOW (the values for hollow nodes), HELM (a helm
-# binary instead of charts/tools/helm.sh's). A failed run keeps the cluster's logs and says where.
+# binary instead of charts/tools/helm.sh's), HELM_WAIT (helm's --wait strategy, default legacy: see
+# below). A failed run keeps the cluster's logs, says where, and ends with a short summary of what
+# was not ready (CI shows only the tail of the output).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -33,9 +35,16 @@ UP_HPA_COMPONENT=gateway UP_HPA_KEY=gateway.autoscaling.minReplicas UP_HPA_MIN=3
 # taint, so Triton installs with its production setting (triton.gpu=1) and must land there.
 GPU_NODE=node-$NODES GPUS=2
 
+# helm 4's default --wait strategy ("watcher", kstatus over watch streams) waited out its whole timeout
+# once in CI against this 1.20 API server with the release's pods scheduled and no failure events;
+# "legacy" is helm 3's polling waiter, which 1.20 was built for. The script's own poll
+# (assert_release_running) checks readiness independently of either.
+HELM_WAIT=${HELM_WAIT:-legacy}
+
 log() { printf '\n== %s [%ss]\n' "$*" "$SECONDS"; }
 ok() { printf 'PASS %s\n' "$*"; }
-fail() { printf 'FAIL %s\n' "$*" >&2; exit 1; }
+fail() { printf 'FAIL %s\n' "$*" >&2; failure="$*"; exit 1; }
+failure=""
 
 # --- outside the namespace: everything that needs the network ----------------------------------
 if [[ -z ${HS_CLUSTER_INNER:-} ]]; then
@@ -70,20 +79,48 @@ export K8S_HOME=$RUN_HOME KUBECONFIG=$RUN_HOME/run/kubeconfig
 # helm's own state stays with the throwaway cluster, away from the user's real clusters' settings.
 export HELM_CACHE_HOME=$RUN_HOME/helm/cache HELM_CONFIG_HOME=$RUN_HOME/helm/config HELM_DATA_HOME=$RUN_HOME/helm/data
 helm() { "$HELM" "$@"; }
+# The waiting commands: helm's --debug log (which resource a wait is stuck on; its errors too) goes to
+# a file, which the failure summary quotes.
+helm_waiting() { "$HELM" --debug "$@" 2>>"$RUN_HOME/helm-debug.log"; }
 k() { kubectl --request-timeout=20s "$@"; }
 
 cleanup() {
   local rc=$?
   if [[ $rc -ne 0 ]]; then
     echo "--- state at failure ---"
+    k get nodes -o wide 2>&1 || true
     k get deploy,rs,pods,svc,hpa,pdb -n "$NS" -o wide 2>&1 || true
-    k get events -n "$NS" --sort-by=.lastTimestamp 2>&1 | tail -25 || true
+    k get events -A --sort-by=.metadata.creationTimestamp 2>&1 | grep -v 'FailedGetResourceMetric\|FailedComputeMetricsReplicas' | tail -25 || true
+    failure_summary
   fi
   log "cluster down"
   "$K8S_TOOLS/cluster.sh" down || true
   if [[ $rc -eq 0 ]]; then rm -rf "$RUN_HOME"; else echo "the cluster's logs: $RUN_HOME/run/*.log"; fi
   if [[ $rc -eq 0 ]]; then echo "ALL PASSED in ${SECONDS}s"; else echo "FAILED (exit $rc) after ${SECONDS}s"; fi
   exit $rc
+}
+# At most ~20 lines, printed last: what failed, the control plane's processes, nodes, pods that are not
+# Running+Ready, what helm's waiter was waiting for, and the components' last errors.
+failure_summary() {
+  local pid name f
+  echo "--- summary ---"
+  echo "failed: ${failure:-a command exited non-zero (see above)}"
+  # cluster.sh starts etcd, kube-apiserver, the controller-manager, the scheduler, then the hollow nodes.
+  if [[ -f $RUN_HOME/run/pids ]]; then
+    local names=(etcd apiserver controller-manager scheduler) i=0
+    for pid in $(cat "$RUN_HOME/run/pids"); do
+      name=${names[$i]:-node-$((i - 3))}; i=$((i + 1))
+      if kill -0 "$pid" 2>/dev/null; then printf '%s up; ' "$name"; else printf '%s EXITED; ' "$name"; fi
+    done; echo
+  fi
+  k get nodes --no-headers -o custom-columns='N:.metadata.name,READY:.status.conditions[?(@.type=="Ready")].status,TAINTS:.spec.taints[*].key' 2>&1 | paste -sd';' - || true
+  k get pods -n "$NS" --no-headers -o custom-columns='POD:.metadata.name,PHASE:.status.phase,NODE:.spec.nodeName,READY:.status.conditions[?(@.type=="Ready")].status,WHY:.status.conditions[?(@.type=="PodScheduled")].message' 2>&1 \
+    | awk '$2 != "Running" || $4 != "True"' | head -6 | cut -c1-240 || true
+  grep -h 'waiting for\|timed out\|Error' "$RUN_HOME/helm-debug.log" 2>/dev/null | tail -4 | cut -c1-240 || true
+  for f in "$RUN_HOME"/run/{kcm,sched,node-1,node-2}.log; do
+    [[ -f $f ]] && grep -h '^[EF][0-9]\{4\}' "$f" | tail -1 | cut -c1-200 | sed "s|^|$(basename "$f"): |"
+  done
+  true
 }
 trap cleanup EXIT
 trap "exit 130" INT TERM
@@ -161,7 +198,7 @@ assert_gpu_placement() {
 }
 
 log "a. helm install --wait"
-helm install "$RELEASE" "$CHART" -n "$NS" --create-namespace -f "$VALUES_HOLLOW" --set triton.gpu=1 --wait --timeout 180s
+helm_waiting install "$RELEASE" "$CHART" -n "$NS" --create-namespace -f "$VALUES_HOLLOW" --set triton.gpu=1 --wait="$HELM_WAIT" --timeout 180s
 assert_release_running
 assert_gpu_placement
 replicas_deploy=$(deploy_of "$UP_REPLICAS_COMPONENT"); env_deploy=$(deploy_of "$UP_ENV_COMPONENT"); hpa=$(hpa_of "$UP_HPA_COMPONENT")
@@ -171,8 +208,8 @@ echo "watched (replicas/ready of $replicas_deploy, $UP_ENV of $env_deploy, minRe
 ok "install"
 
 log "b. helm upgrade --wait ($UP_REPLICAS_KEY=$UP_REPLICAS, $UP_ENV_COMPONENT.env.$UP_ENV=$UP_ENV_VALUE, $UP_HPA_KEY=$UP_HPA_MIN)"
-helm upgrade "$RELEASE" "$CHART" -n "$NS" -f "$VALUES_HOLLOW" --set triton.gpu=1 --set "$UP_REPLICAS_KEY=$UP_REPLICAS" \
-  --set-string "$UP_ENV_COMPONENT.env.$UP_ENV=$UP_ENV_VALUE" --set "$UP_HPA_KEY=$UP_HPA_MIN" --wait --timeout 180s
+helm_waiting upgrade "$RELEASE" "$CHART" -n "$NS" -f "$VALUES_HOLLOW" --set triton.gpu=1 --set "$UP_REPLICAS_KEY=$UP_REPLICAS" \
+  --set-string "$UP_ENV_COMPONENT.env.$UP_ENV=$UP_ENV_VALUE" --set "$UP_HPA_KEY=$UP_HPA_MIN" --wait="$HELM_WAIT" --timeout 180s
 assert_release_running
 assert_gpu_placement
 after=$(watched)
@@ -182,7 +219,7 @@ echo "watched: $before -> $after"
 ok "upgrade reached the live Deployments and HPA"
 
 log "c. helm rollback $RELEASE 1 --wait"
-helm rollback "$RELEASE" 1 -n "$NS" --wait --timeout 180s
+helm_waiting rollback "$RELEASE" 1 -n "$NS" --wait="$HELM_WAIT" --timeout 180s
 assert_release_running
 assert_gpu_placement
 rolled=$(watched)
@@ -195,7 +232,7 @@ log "d. rejected values"
 revisions() { helm history "$RELEASE" -n "$NS" -o json | grep -o '"revision":[0-9]*' | tail -1; }
 rev_before=$(revisions)
 echo "\$ helm upgrade $RELEASE ... -f tests/cluster/values-bad.yaml"
-if out=$(helm upgrade "$RELEASE" "$CHART" -n "$NS" -f "$VALUES_HOLLOW" --set triton.gpu=1 -f "$HERE/values-bad.yaml" --wait --timeout 60s 2>&1); then
+if out=$(helm upgrade "$RELEASE" "$CHART" -n "$NS" -f "$VALUES_HOLLOW" --set triton.gpu=1 -f "$HERE/values-bad.yaml" --wait="$HELM_WAIT" --timeout 60s 2>&1); then
   fail "upgrade with values-bad.yaml succeeded: $out"
 fi
 echo "$out"
@@ -210,7 +247,7 @@ if out=$(helm install "$RELEASE-bad" "$CHART" -n "$NS" -f "$VALUES_HOLLOW" --set
 fi
 echo "$out"
 grep -q 'must be less than or equal to memory limit' <<<"$out" || fail "values-server-bad.yaml failed for another reason than the server's validation"
-helm uninstall "$RELEASE-bad" -n "$NS" --wait --timeout 60s
+helm_waiting uninstall "$RELEASE-bad" -n "$NS" --wait="$HELM_WAIT" --timeout 60s
 ok "the API server rejected values-server-bad.yaml"
 
 log "e. helm uninstall --wait"
@@ -226,7 +263,7 @@ rendered=$(helm get manifest "$RELEASE" -n "$NS" | k create --dry-run=client -o 
 unseen=$(comm -23 <(echo "$rendered") <(release_objects | sort))
 [[ -z $unseen ]] || fail "the leftover query does not see these objects of the release: $unseen"
 echo "before: $(release_objects | wc -l) objects carry the release label ($(wc -l <<<"$rendered") rendered, the rest pods and ReplicaSets); $(release_records | wc -l) helm records"
-helm uninstall "$RELEASE" -n "$NS" --wait --timeout 120s
+helm_waiting uninstall "$RELEASE" -n "$NS" --wait="$HELM_WAIT" --timeout 120s
 for _ in $(seq 1 60); do   # pods go after their grace period, once the hollow kubelet reports them gone
   left=$(release_objects)
   [[ -z $left ]] && break; sleep 1
