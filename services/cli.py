@@ -249,6 +249,8 @@ def tune(
     json_out: Annotated[Optional[Path], typer.Option("--json-out", help="every combination's figures as JSON")] = None,
     top: int = 15,
     merge: Annotated[Optional[list[Path]], typer.Option(help="merge earlier --json-out files instead of running")] = None,
+    grid: Annotated[str, typer.Option(help="base (BM25 × fusion × feedback) or joint (title boost × vector passages × "
+                                           "fusion weights × feedback × long-query fusion)")] = "base",
 ):
     """Rank combinations of levers by their worst margin over the best competing design per collection."""
     from hybridsearch.quality.tune import merge as merge_tables, run_tuning, to_markdown
@@ -257,8 +259,10 @@ def tune(
     if merge:
         table = merge_tables([json.loads(f.read_text()) for f in merge])
     else:
+        if grid not in ("base", "joint"):
+            raise typer.BadParameter("--grid must be base or joint")
         table = run_tuning(folders, settings, settings.data_dir / "cache",
-                           lambda name, bar: console.print(f"{name}: bar {bar:.4f} done"))
+                           lambda name, bar: console.print(f"{name}: bar {bar:.4f} done"), grid)
     _publish(to_markdown(table, top), out, "tune", table, json_out)
 
 

@@ -35,6 +35,7 @@ class Bm25Config:
     b: float = 0.4
     stemmer: str = "porter"
     stopwords: str = "lucene"
+    title_boost: float = 0.0  # adds title_boost x BM25(title field), as the engines' title field does
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,9 @@ class Setup:
     rocchio_docs: int = 0
     rocchio_weight: float = 0.5
     fusion: FusionParams = field(default_factory=FusionParams)
+    # Queries of at least this many words are fused with `long_fusion` instead (0 = off).
+    long_query_words: int = 0
+    long_fusion: FusionParams | None = None
 
 
 @dataclass
@@ -120,15 +124,22 @@ class LexicalLeg:
         self.analyzer = EnglishAnalyzer(cfg.stemmer, cfg.stopwords)
         self.chunk_docs: list[str] = []
         self.chunk_text: list[str] = []
-        tokens = []
+        tokens, title_tokens = [], []
         for doc_id, title, text in zip(ds.doc_ids, ds.titles, ds.texts):
+            analyzed_title = self.analyzer.analyze(title)
             for piece in chunk_text(text, chunk_words, 40):
                 self.chunk_docs.append(doc_id)
                 self.chunk_text.append(f"{title} {piece.text}")
                 tokens.append(self.analyzer.analyze(indexed_text(title, piece.heading, piece.text)))
+                title_tokens.append(analyzed_title)
         self.index = bm25s.BM25(method="lucene", k1=cfg.k1, b=cfg.b)
         self.index.index(tokens, show_progress=False)
         self.n_terms = len(self.index.scores["indptr"]) - 1
+        # A title field per chunk, as the embedded engine and the OpenSearch index keep it.
+        self.title_index = None
+        if cfg.title_boost > 0:
+            self.title_index = bm25s.BM25(method="lucene", k1=cfg.k1, b=cfg.b)
+            self.title_index.index(title_tokens, show_progress=False)
 
     def search(self, query: str, depth: int) -> tuple[Hits, list[tuple[int, float]]]:
         """Best documents, and the best chunks as (chunk index, score) for feedback."""
@@ -137,6 +148,11 @@ class LexicalLeg:
         if not ids:
             return [], []
         scores = self.index.get_scores(ids)
+        if self.title_index is not None:
+            title_ids = [self.title_index.vocab_dict.get(t) for t in self.analyzer.analyze(query)]
+            title_ids = [i for i in title_ids if i is not None and i < len(self.title_index.scores["indptr"]) - 1]
+            if title_ids:
+                scores = scores + self.cfg.title_boost * self.title_index.get_scores(title_ids)
         order = _top(scores, depth * 3, matched_only=True)
         return _best_per_doc(self.chunk_docs, order, scores, depth), [(int(i), float(scores[i])) for i in order[:10]]
 
@@ -271,7 +287,10 @@ class Levers:
     def evaluate(self, setup: Setup) -> dict[str, float]:
         run: dict[str, dict[str, float]] = {}
         for q, rankings in self.rankings(setup).items():
-            fused = fuse(rankings, setup.fusion, limit=100 + 1)
+            params = setup.fusion
+            if setup.long_query_words and len(self.ds.queries[q].split()) >= setup.long_query_words:
+                params = setup.long_fusion or params
+            fused = fuse(rankings, params, limit=100 + 1)
             ordered = [f.doc_id for f in fused if not (self.ds.ignore_identical and f.doc_id == q)][:100]
             run[q] = {d: float(len(ordered) - i) for i, d in enumerate(ordered)} or {"__no_hit__": 0.0}
         scores = evaluate(Qrels(self.ds.qrels), Run(run), list(METRICS))

@@ -21,7 +21,8 @@ def setup_from_settings(settings: Settings) -> Setup:
     """The Setup the gateway runs with no flags (BALANCED effort, reranker aside)."""
     return Setup(
         legs=("bm25", "vector"),
-        bm25=Bm25Config(settings.bm25.k1, settings.bm25.b, settings.bm25.stemmer, settings.bm25.stopwords),
+        bm25=Bm25Config(settings.bm25.k1, settings.bm25.b, settings.bm25.stemmer, settings.bm25.stopwords,
+                        settings.bm25.title_boost),
         dense=DenseConfig(settings.vector.embedder, settings.vector.max_seq_length, True, settings.chunk_words),
         depth=settings.leg_depth,
         prf_docs=settings.expansion.prf_docs if settings.expansion.prf_in_balanced else 0,

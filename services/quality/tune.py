@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hybridsearch.common.config import Settings
-from hybridsearch.fusion.methods import FusionMethod
+from hybridsearch.fusion.methods import FusionMethod, FusionParams
 from hybridsearch.quality.levers import Dataset, Levers, Setup, variant
 from hybridsearch.quality.sweep import FLAT, PLAIN_RRF, setup_from_settings
 
@@ -53,24 +53,47 @@ FEEDBACK_CHOICES = {
 }
 
 
+# The second round ("joint"): on the first round's BM25 set-up, the levers that helped one leg alone
+# but not the fused default (title boost, 128-word vector passages), crossed with the fusion weights
+# they may need, and a different fusion for long queries (ArguAna's, a third of CISI's).
+BM25_179 = BM25_CHOICES["179sw k1.2 b.75"]
+JOINT_BM25 = {f"title {w:g}": {**BM25_179, "bm25__title_boost": w} for w in (0.0, 0.2, 0.3)}
+JOINT_DENSE = {"400w": {"dense__chunk_words": 400}, "128w passages": {"dense__chunk_words": 128}}
+JOINT_FUSION = {
+    "z-score .5/.5": FUSION_CHOICES["z-score .5/.5"],
+    "z-score .4/.6": FUSION_CHOICES["z-score .4/.6"],
+    "z-score .6/.4": {"fusion__method": FusionMethod.ZSCORE, "fusion__bm25_weight": 0.6, "fusion__vector_weight": 0.4},
+    "DBSF .5/.5": FUSION_CHOICES["DBSF .5/.5"],
+}
+JOINT_FEEDBACK = {k: FEEDBACK_CHOICES[k] for k in ("none", "PRF 5", "PRF 5 + Rocchio 3")}
+JOINT_LONG = {"": {}, "long queries RRF k20": {"long_query_words": 60, "long_fusion": FusionParams(
+    method=FusionMethod.RRF, rrf_k=20.0, top_rank_bonus=0.0)}}
+
+
 @dataclass
 class Candidate:
     label: str
     changes: dict
 
 
-def candidates() -> list[Candidate]:
+def candidates(grid: str = "base") -> list[Candidate]:
     out = [Candidate("default (current settings)", {})]
+    if grid == "joint":
+        for (b, bc), (d, dc), (f, fc), (e, ec), (lq, lc) in itertools.product(
+                JOINT_BM25.items(), JOINT_DENSE.items(), JOINT_FUSION.items(), JOINT_FEEDBACK.items(), JOINT_LONG.items()):
+            label = f"179sw {b} · {d} · {f} · {e}" + (f" · {lq}" if lq else "")
+            out.append(Candidate(label, {**bc, **dc, **fc, **ec, **lc}))
+        return out
     for (b, bc), (f, fc), (e, ec) in itertools.product(BM25_CHOICES.items(), FUSION_CHOICES.items(),
                                                        FEEDBACK_CHOICES.items()):
         out.append(Candidate(f"{b} · {f} · {e}", {**bc, **fc, **ec}))
     return out
 
 
-def run_tuning(folders: list[Path], settings: Settings, cache_dir: Path, progress=None) -> dict:
+def run_tuning(folders: list[Path], settings: Settings, cache_dir: Path, progress=None, grid: str = "base") -> dict:
     base: Setup = setup_from_settings(settings)
     table: dict = {"collections": [], "bars": {}, "competitors": {}, "candidates": []}
-    cands = candidates()
+    cands = candidates(grid)
     scores: dict[str, dict[str, float]] = {c.label: {} for c in cands}
     for folder in folders:
         ds = Dataset.load(folder)
