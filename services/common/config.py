@@ -71,6 +71,11 @@ class VectorSettings(BaseModel):
     batch_size: int = 32
     # Keep passage vectors on disk by text, so re-ingesting unchanged text never re-embeds it.
     embedding_cache: bool = True
+    # The vector leg's own passages: documents are split into windows of this many words for embedding
+    # (a document scores as its best passage); 0 = the same chunks as the BM25 leg (Settings.chunk_words).
+    # MiniLM reads 256 tokens (~190 words), so a longer chunk's tail is never embedded.
+    chunk_words: int = Field(0, ge=0)
+    chunk_overlap_words: int = Field(32, ge=0)
     # Rocchio feedback for the vector leg: mix in the top-N hits' vectors (0 = off); a second ranked
     # list fused with the feedback weight. On by default: docs/quality.md.
     feedback_docs: int = 3

@@ -25,16 +25,29 @@ MAX_METADATA = 64
 WRITE_TIMEOUT_S = 600.0
 
 
-def document_chunks(doc: ingest_pb2.Document, settings: Settings) -> list[common_pb2.Chunk]:
+def document_chunks(doc: ingest_pb2.Document, words: int, overlap: int, tag: str = "") -> list[common_pb2.Chunk]:
+    """The document's chunks of `words` words; `tag` keeps a store's own chunk ids apart from the shared ones."""
     metadata = dict(doc.metadata)
     digest = content_hash(doc.title, doc.text, metadata)
     return [
         common_pb2.Chunk(
-            chunk_id=f"{doc.id}#{piece.position}", doc_id=doc.id, position=piece.position, title=doc.title,
+            chunk_id=f"{doc.id}#{tag}{piece.position}", doc_id=doc.id, position=piece.position, title=doc.title,
             heading=piece.heading, text=piece.text, metadata=metadata, content_hash=digest,
         )
-        for piece in chunk_text(doc.text, settings.chunk_words, settings.chunk_overlap_words)
+        for piece in chunk_text(doc.text, words, overlap)
     ]
+
+
+def store_requests(collection: str, documents: list[ingest_pb2.Document],
+                   settings: Settings) -> tuple[common_pb2.UpsertChunksRequest, common_pb2.UpsertChunksRequest]:
+    """What each store is sent: the shared chunks, or the vector leg's own passages when configured."""
+    shared = [c for d in documents for c in document_chunks(d, settings.chunk_words, settings.chunk_overlap_words)]
+    bm25 = common_pb2.UpsertChunksRequest(collection=collection, chunks=shared)
+    words = settings.vector.chunk_words
+    if not words or words == settings.chunk_words:
+        return bm25, bm25
+    passages = [c for d in documents for c in document_chunks(d, words, settings.vector.chunk_overlap_words, "p")]
+    return bm25, common_pb2.UpsertChunksRequest(collection=collection, chunks=passages)
 
 
 def validate_documents(documents) -> list[ingest_pb2.Document]:
@@ -65,13 +78,12 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self.tracer = tracer(__name__)
 
     async def _write(self, collection: str, documents: list[ingest_pb2.Document], context) -> ingest_pb2.UpsertResponse:
-        chunks = await asyncio.to_thread(lambda: [c for d in documents for c in document_chunks(d, self.settings)])
-        request = common_pb2.UpsertChunksRequest(collection=collection, chunks=chunks)
+        bm25_request, vector_request = await asyncio.to_thread(store_requests, collection, documents, self.settings)
         with self.tracer.start_as_current_span("gateway.ingest") as span:
             span.set_attribute("ingest.documents", len(documents))
             results = await asyncio.gather(
-                self.backends.bm25.UpsertChunks(request, timeout=WRITE_TIMEOUT_S),
-                self.backends.vector.UpsertChunks(request, timeout=WRITE_TIMEOUT_S),
+                self.backends.bm25.UpsertChunks(bm25_request, timeout=WRITE_TIMEOUT_S),
+                self.backends.vector.UpsertChunks(vector_request, timeout=WRITE_TIMEOUT_S),
                 return_exceptions=True,
             )
         failures = [f"{store}: {r.details() if isinstance(r, grpc.aio.AioRpcError) else r}"

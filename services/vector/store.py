@@ -30,8 +30,10 @@ warnings.filterwarnings("ignore", message="Local mode performs exact")
 POINT_NAMESPACE = uuid.UUID("6f1c1a52-3f0e-4a55-9d7e-6a7c0b1f2e11")
 
 
-def point_id(chunk_id: str) -> str:
-    return str(uuid.uuid5(POINT_NAMESPACE, chunk_id))
+def point_id(doc_id: str, position: int) -> str:
+    """A chunk's point id, from its document and position (not its chunk id, which a store-specific
+    chunking may name differently), so a document's points are found without a scan."""
+    return str(uuid.uuid5(POINT_NAMESPACE, f"{doc_id}#{position}"))
 
 
 def qdrant_filter(filters: list[common_pb2.MetadataFilter]) -> models.Filter | None:
@@ -131,13 +133,13 @@ class QdrantStore:
     async def _heads(self, collection: str, doc_ids: list[str]) -> dict[str, dict]:
         """Payload of each document's first chunk (it carries the hash and the chunk count).
 
-        Point ids derive from chunk ids, so this is a lookup by id, not a filtered scan: writes
+        Point ids derive from (document, position), so this is a lookup by id, not a filtered scan: writes
         stay O(batch) in embedded mode, where filtered scans walk every point.
         """
         if not doc_ids or not await self.exists(collection):
             return {}
         points = await self.client.retrieve(
-            collection, ids=[point_id(f"{d}#0") for d in doc_ids], with_payload=["doc_id", "content_hash", "chunks"],
+            collection, ids=[point_id(d, 0) for d in doc_ids], with_payload=["doc_id", "content_hash", "chunks"],
         )
         return {p.payload["doc_id"]: p.payload for p in points}
 
@@ -157,7 +159,7 @@ class QdrantStore:
         return changed, len(wanted) - len(changed)
 
     async def _delete_documents(self, collection: str, heads: dict[str, dict]) -> int:
-        ids = [point_id(f"{d}#{i}") for d, head in heads.items() for i in range(int(head.get("chunks", 1)))]
+        ids = [point_id(d, i) for d, head in heads.items() for i in range(int(head.get("chunks", 1)))]
         if ids:
             await self.client.delete(collection, points_selector=models.PointIdsList(points=ids), wait=True)
         return len(ids)
@@ -172,7 +174,7 @@ class QdrantStore:
             await self._delete_documents(collection, await self._heads(collection, list(counts)))
             points = [
                 models.PointStruct(
-                    id=point_id(c.chunk_id),
+                    id=point_id(c.doc_id, c.position),
                     vector=v.tolist(),
                     payload={
                         "chunk_id": c.chunk_id, "doc_id": c.doc_id, "position": c.position, "chunks": counts[c.doc_id],

@@ -111,6 +111,21 @@ async def test_rewrites_are_idempotent_and_drop_stale_chunks(store):
     assert await store.content_hashes("docs", ["a", "b"]) == {"a": "h2", "b": "h1"}
 
 
+async def test_store_specific_chunk_ids_keep_writes_idempotent_and_deletes_complete(store):
+    # The gateway names the vector leg's own passages doc#p0, doc#p1, ...; points are keyed by
+    # (document, position), so the rewrite and delete logic does not depend on the naming.
+    passages = [common_pb2.Chunk(chunk_id=f"a#p{i}", doc_id="a", position=i, text=f"a passage {i}", content_hash="h1")
+                for i in range(3)]
+    await store.write("docs", passages, np.stack([unit(0), unit(1), unit(2)]))
+    assert await store.changed_documents("docs", passages) == ([], 1)
+    (hits,) = await store.search("docs", unit(2)[None, :], limit=1, filters=[])
+    assert hits[0].payload["chunk_id"] == "a#p2"
+    await store.write("docs", passages[:2], np.stack([unit(0), unit(1)]))  # the document shrank
+    assert (await store.stats("docs")).chunks == 2
+    assert await store.delete("docs", ["a"]) == (1, 2)
+    assert (await store.stats("docs")).chunks == 0
+
+
 async def test_the_collection_keeps_what_local_mode_keeps(store):
     await store.ensure_collection("docs")
     info = await store.client.get_collection("docs")
