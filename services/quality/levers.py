@@ -137,7 +137,7 @@ class LexicalLeg:
         self.n_terms = len(self.index.scores["indptr"]) - 1
         # A title field per chunk, as the embedded engine and the OpenSearch index keep it.
         self.title_index = None
-        if cfg.title_boost > 0:
+        if cfg.title_boost > 0 and any(title_tokens):  # a collection without titles (med) has no title field
             self.title_index = bm25s.BM25(method="lucene", k1=cfg.k1, b=cfg.b)
             self.title_index.index(title_tokens, show_progress=False)
 
