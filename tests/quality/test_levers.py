@@ -60,3 +60,35 @@ def test_ranking_table_puts_the_default_row_in_view():
              + [{"label": "default (current settings)", "ndcg@10": {"a": 0.4}, "mean": 0.4, "worst_margin": -0.1}]}
     markdown = to_markdown(table, top=2)
     assert "| 1 | c0 |" in markdown and "| 6 | default (current settings) |" in markdown and "c3" not in markdown
+
+
+def test_title_boost_adds_the_title_field_score_as_the_engines_do(tiny):
+    from dataclasses import replace
+
+    from hybridsearch.quality.levers import Bm25Config, LexicalLeg
+
+    # "stemming" is in d3's title only; "stemmer" in its text. The boost adds w x BM25(title).
+    plain = LexicalLeg(tiny, Bm25Config(1.2, 0.75, "porter", "en_plus"))
+    boosted = LexicalLeg(tiny, Bm25Config(1.2, 0.75, "porter", "en_plus", title_boost=0.5))
+    (doc, base), = plain.search("stemming", 1)[0]
+    (doc_b, with_title), = boosted.search("stemming", 1)[0]
+    ids = [boosted.title_index.vocab_dict[t] for t in boosted.analyzer.analyze("stemming")]
+    title_score = float(boosted.title_index.get_scores(ids).max())
+    assert doc == doc_b == "d3" and title_score > 0
+    assert with_title == pytest.approx(base + 0.5 * title_score)
+    # A collection without titles has no title field: the boost changes nothing, and nothing fails.
+    untitled = replace(tiny, titles=[""] * len(tiny.titles))
+    leg = LexicalLeg(untitled, Bm25Config(1.2, 0.75, "porter", "en_plus", title_boost=0.5))
+    assert leg.title_index is None
+    assert leg.search("stemming", 1)[0] == LexicalLeg(untitled, Bm25Config(1.2, 0.75, "porter", "en_plus")).search("stemming", 1)[0]
+
+
+def test_long_queries_can_be_fused_differently(levers):
+    from hybridsearch.fusion.methods import FusionParams
+
+    base = variant(setup_from_settings(Settings()), prf_docs=0, rocchio_docs=0)
+    # Every query here has at least 5 words: switching all of them to RRF equals RRF outright.
+    rrf = FusionParams(method=FusionMethod.RRF, rrf_k=20.0)
+    switched = variant(base, long_query_words=5, long_fusion=rrf)
+    assert levers.evaluate(switched) == levers.evaluate(variant(base, fusion=rrf))
+    assert levers.evaluate(variant(base, long_query_words=100, long_fusion=rrf)) == levers.evaluate(base)
