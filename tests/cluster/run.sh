@@ -73,7 +73,8 @@ fi
 # --- inside a private network namespace ---------------------------------------------------------
 # A private cluster home (cluster.sh keeps its state in $K8S_HOME/run), so that runs side by side,
 # each in its own network namespace, do not share etcd data, kubeconfig or pid files.
-RUN_HOME=$(mktemp -d /tmp/hybridsearch-cluster.XXXXXX)
+# Not under /tmp: hollow nodes after the first get a private /tmp (below), and must still see this folder.
+RUN_HOME=$(mktemp -d "${XDG_CACHE_HOME:-$HOME/.cache}/hybridsearch-cluster.XXXXXX")
 ln -s "$K8S_HOME/bin" "$RUN_HOME/bin"
 export K8S_HOME=$RUN_HOME KUBECONFIG=$RUN_HOME/run/kubeconfig
 # helm's own state stays with the throwaway cluster, away from the user's real clusters' settings.
@@ -170,7 +171,23 @@ watched() {
 }
 
 log "cluster up ($NODES hollow nodes)"
-"$K8S_TOOLS/cluster.sh" up "$NODES"
+# Every hollow kubelet of this 1.20 build serves and dials its fake container runtime at the same fixed
+# path, /tmp/kubelet_remote.sock: two in one mount namespace replace each other's socket, and one of
+# them either dies at start ("only 1/2 nodes Ready", seen in CI) or runs its pods in the other's
+# runtime (pods never Ready). So cluster.sh starts the control plane and node-1, and every further
+# node runs in its own mount namespace with a private /tmp; cluster.sh down still stops it (pids file).
+"$K8S_TOOLS/cluster.sh" up 1
+for n in $(seq 2 "$NODES"); do
+  mkdir -p "$RUN_HOME/run/tmp-node-$n"
+  TMPDIR=$RUN_HOME/run/tmp unshare -m -- sh -c 'mount --bind "$1" /tmp && shift && exec "$@"' sh "$RUN_HOME/run/tmp-node-$n" \
+    "$RUN_HOME/bin/kubemark" --morph=kubelet --name="node-$n" --kubeconfig="$KUBECONFIG" \
+    --kubelet-port=$((20250 + 10 * n)) --kubelet-read-only-port=0 >"$RUN_HOME/run/node-$n.log" 2>&1 &
+  echo $! >>"$RUN_HOME/run/pids"
+done
+for _ in $(seq 1 90); do
+  [[ $(k get nodes --no-headers 2>/dev/null | grep -c ' Ready') -ge $NODES ]] && break; sleep 1
+done
+[[ $(k get nodes --no-headers | grep -c ' Ready') -ge $NODES ]] || fail "only $(k get nodes --no-headers | grep -c ' Ready')/$NODES hollow nodes Ready"
 # Extended resources are advertised by patching the node's status (what a device plugin would do).
 # kubectl < 1.24 has no --subresource, so straight to the API; not as "curl", which gets pretty-printed
 # JSON, and the pretty printer of this Go-1.19 build of 1.20 can crash the apiserver (reflect2 bug).
