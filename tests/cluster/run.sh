@@ -71,8 +71,8 @@ if [[ -z ${HS_CLUSTER_INNER:-} ]]; then
 fi
 
 # --- inside a private network namespace ---------------------------------------------------------
-# A private cluster home (cluster.sh keeps its state in $K8S_HOME/run), so that runs side by side,
-# each in its own network namespace, do not share etcd data, kubeconfig or pid files.
+# A private cluster home (cluster.sh keeps its state in $K8S_HOME/run): runs do not share etcd data,
+# kubeconfig or pid files. (Node-1 of every run uses the host's /tmp/kubelet_remote.sock: one run at a time.)
 # Not under /tmp: hollow nodes after the first get a private /tmp (below), and must still see this folder.
 RUN_HOME=$(mktemp -d "${XDG_CACHE_HOME:-$HOME/.cache}/hybridsearch-cluster.XXXXXX")
 ln -s "$K8S_HOME/bin" "$RUN_HOME/bin"
