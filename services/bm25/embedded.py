@@ -162,13 +162,13 @@ class _Collection:
         lists = []
         for query in queries:
             tokens = self.analyzer.analyze(query)
-            flat_ids = _token_ids(index.flat, tokens)
+            flat_ids = token_ids(index.flat, tokens)
             if not flat_ids:
                 lists.append([])
                 continue
             scores = index.flat.get_scores(flat_ids)
             if index.title is not None:
-                title_ids = _token_ids(index.title, tokens)
+                title_ids = token_ids(index.title, tokens)
                 if title_ids:
                     scores = scores + self.title_boost * index.title.get_scores(title_ids)
             if mask is not None:
@@ -203,7 +203,7 @@ class _Collection:
         return out
 
 
-def _token_ids(retriever: bm25s.BM25, tokens: list[str]) -> list[int]:
+def token_ids(retriever: bm25s.BM25, tokens: list[str]) -> list[int]:
     """Ids of the tokens the index has postings for (bm25s keeps an extra "" id without postings)."""
     n_terms = len(retriever.scores["indptr"]) - 1
     ids = (retriever.vocab_dict.get(t) for t in tokens if t)

@@ -18,6 +18,7 @@ import numpy as np
 from ranx import Qrels, Run, evaluate
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
+from hybridsearch.bm25.embedded import token_ids
 from hybridsearch.common.chunking import chunk_text, indexed_text
 from hybridsearch.corpus import beir_corpus_file, ignores_identical_ids, load_judged_queries, read_documents
 from hybridsearch.expansion.prf import feedback_terms, prf_variants
@@ -134,7 +135,6 @@ class LexicalLeg:
                 title_tokens.append(analyzed_title)
         self.index = bm25s.BM25(method="lucene", k1=cfg.k1, b=cfg.b)
         self.index.index(tokens, show_progress=False)
-        self.n_terms = len(self.index.scores["indptr"]) - 1
         # A title field per chunk, as the embedded engine and the OpenSearch index keep it.
         self.title_index = None
         if cfg.title_boost > 0 and any(title_tokens):  # a collection without titles (med) has no title field
@@ -143,14 +143,13 @@ class LexicalLeg:
 
     def search(self, query: str, depth: int) -> tuple[Hits, list[tuple[int, float]]]:
         """Best documents, and the best chunks as (chunk index, score) for feedback."""
-        ids = [self.index.vocab_dict.get(t) for t in self.analyzer.analyze(query)]
-        ids = [i for i in ids if i is not None and i < self.n_terms]
+        tokens = self.analyzer.analyze(query)
+        ids = token_ids(self.index, tokens)
         if not ids:
             return [], []
         scores = self.index.get_scores(ids)
         if self.title_index is not None:
-            title_ids = [self.title_index.vocab_dict.get(t) for t in self.analyzer.analyze(query)]
-            title_ids = [i for i in title_ids if i is not None and i < len(self.title_index.scores["indptr"]) - 1]
+            title_ids = token_ids(self.title_index, tokens)
             if title_ids:
                 scores = scores + self.cfg.title_boost * self.title_index.get_scores(title_ids)
         order = _top(scores, depth * 3, matched_only=True)

@@ -35,9 +35,9 @@ UP_HPA_COMPONENT=gateway UP_HPA_KEY=gateway.autoscaling.minReplicas UP_HPA_MIN=3
 # taint, so Triton installs with its production setting (triton.gpu=1) and must land there.
 GPU_NODE=node-$NODES GPUS=2
 
-# helm 4's default --wait strategy ("watcher", kstatus over watch streams) waited out its whole timeout
-# once in CI against this 1.20 API server with the release's pods scheduled and no failure events;
-# "legacy" is helm 3's polling waiter, which 1.20 was built for. The script's own poll
+# helm 4's default --wait strategy ("watcher", kstatus over watch streams) has known full-timeout hangs
+# upstream; "legacy" is helm 3's polling waiter, which 1.20 was built for. (The CI timeout that prompted
+# this was the hollow nodes' shared runtime socket, fixed below.) The script's own poll
 # (assert_release_running) checks readiness independently of either.
 HELM_WAIT=${HELM_WAIT:-legacy}
 
@@ -118,7 +118,7 @@ failure_summary() {
   k get pods -n "$NS" --no-headers -o custom-columns='POD:.metadata.name,PHASE:.status.phase,NODE:.spec.nodeName,READY:.status.conditions[?(@.type=="Ready")].status,WHY:.status.conditions[?(@.type=="PodScheduled")].message' 2>&1 \
     | awk '$2 != "Running" || $4 != "True"' | head -6 | cut -c1-240 || true
   grep -h 'waiting for\|timed out\|Error' "$RUN_HOME/helm-debug.log" 2>/dev/null | tail -4 | cut -c1-240 || true
-  for f in "$RUN_HOME"/run/{kcm,sched,node-1,node-2}.log; do
+  for f in "$RUN_HOME"/run/{kcm,sched}.log "$RUN_HOME"/run/node-*.log; do
     [[ -f $f ]] && grep -h '^[EF][0-9]\{4\}' "$f" | tail -1 | cut -c1-200 | sed "s|^|$(basename "$f"): |"
   done
 }
