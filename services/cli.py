@@ -249,18 +249,19 @@ def tune(
     json_out: Annotated[Optional[Path], typer.Option("--json-out", help="every combination's figures as JSON")] = None,
     top: int = 15,
     merge: Annotated[Optional[list[Path]], typer.Option(help="merge earlier --json-out files instead of running")] = None,
-    grid: Annotated[str, typer.Option(help="base (BM25 × fusion × feedback) or joint (title boost × vector passages × "
-                                           "fusion weights × feedback × long-query fusion)")] = "base",
+    grid: Annotated[str, typer.Option(help="base (BM25 × fusion × feedback), joint (title boost × vector passages × "
+                                           "fusion weights × feedback × long-query fusion) or mpnet (all-mpnet-base-v2 "
+                                           "as the bi-encoder × title boost × fusion × feedback × long-query fusion)")] = "base",
 ):
     """Rank combinations of levers by their worst margin over the best competing design per collection."""
-    from hybridsearch.quality.tune import merge as merge_tables, run_tuning, to_markdown
+    from hybridsearch.quality.tune import GRIDS, merge as merge_tables, run_tuning, to_markdown
 
     settings = get_settings()
     if merge:
         table = merge_tables([json.loads(f.read_text()) for f in merge])
     else:
-        if grid not in ("base", "joint"):
-            raise typer.BadParameter("--grid must be base or joint")
+        if grid not in GRIDS:
+            raise typer.BadParameter(f"choose from {', '.join(GRIDS)}", param_hint="--grid")
         table = run_tuning(folders, settings, settings.data_dir / "cache",
                            lambda name, bar: console.print(f"{name}: bar {bar:.4f} done"), grid)
     _publish(to_markdown(table, top), out, "tune", table, json_out)
@@ -306,16 +307,23 @@ def export_models(
     reranker_from: Annotated[Optional[Path], typer.Option(help="a Hugging Face cross-encoder folder to serve instead")] = None,
     pins: Annotated[Optional[Path], typer.Option(help="sha256sum-format pins for --reranker-from's files")] = None,
     untrained: Annotated[bool, typer.Option(help="serve the untrained placeholder even when a model ships")] = False,
+    embedder: Annotated[Optional[list[str]], typer.Option(help="fp32 embedders to export (default: minilm-fp32 and the configured one)")] = None,
 ):
-    """Export the fp32 embedder and install the reranker (shipped int8 model, a folder, or the placeholder)."""
+    """Export the fp32 embedders and install the reranker (shipped int8 model, a folder, or the placeholder)."""
     from hybridsearch.common.models import minilm_dir, models_dir
     from hybridsearch.common.onnx_export import export_cross_encoder, export_encoder
     from hybridsearch.reranker.export import check_pins, install_shipped
+    from hybridsearch.vector.embedder import EXPORTED_ENCODERS, encoder_source
 
     out = models_dir()
-    if force or not (out / "minilm-fp32" / "manifest.json").exists():
-        console.print("exporting all-MiniLM-L6-v2 encoder (fp32 ONNX)…")
-        export_encoder(minilm_dir(), out / "minilm-fp32")
+    configured = get_settings().vector.embedder
+    wanted = embedder or ["minilm-fp32"] + ([configured] if configured in EXPORTED_ENCODERS else [])
+    if unknown := [n for n in wanted if n not in EXPORTED_ENCODERS]:
+        raise typer.BadParameter(f"{', '.join(unknown)}: choose from {', '.join(EXPORTED_ENCODERS)}", param_hint="--embedder")
+    for name in dict.fromkeys(wanted):
+        if force or not (out / name / "manifest.json").exists():
+            console.print(f"exporting the {name} encoder (fp32 ONNX)…")
+            export_encoder(encoder_source(name), out / name)
     if reranker_from:
         check_pins(reranker_from, pins)
         console.print(f"exporting the cross-encoder in {reranker_from} (fp32 ONNX)…")

