@@ -53,6 +53,8 @@ def collection_name(folder: Path, settings: Settings) -> str:
     """One bench collection per dataset and per index-time setting, so a cached index is never stale."""
     index_time = (settings.bm25.stemmer, settings.bm25.stopwords, settings.vector.embedder,
                   settings.vector.max_seq_length, settings.chunk_words, settings.chunk_overlap_words)
+    if settings.vector.chunk_words:  # the vector store's own passages (appended: existing names stay valid)
+        index_time += (settings.vector.chunk_words, settings.vector.chunk_overlap_words)
     fingerprint = hashlib.sha1(repr(index_time).encode()).hexdigest()[:8]
     return f"bench-{re.sub(r'[^a-z0-9_-]+', '-', folder.resolve().name.lower())[:40]}-{fingerprint}"
 
