@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -169,6 +169,18 @@ class RerankSettings(BaseModel):
     in_balanced: bool = False
     score_floor: float = 0.0
     timeout_s: float = 5.0
+    # Position-aware blend: fusion's share of the score by fused rank, (last rank, weight) ascending, then
+    # the tail's (GNO's 75/60/40 by default; docs/quality.md measures others).
+    bands: list[tuple[int, float]] = [(3, 0.75), (10, 0.60)]
+    tail_fusion_weight: float = Field(0.40, ge=0, le=1)
+
+    @field_validator("bands")
+    @classmethod
+    def _ascending_bands(cls, bands: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        ranks = [last for last, _ in bands]
+        if ranks != sorted(set(ranks)) or any(r < 1 for r in ranks) or any(not 0 <= w <= 1 for _, w in bands):
+            raise ValueError("bands are (last rank, fusion weight) pairs with ascending ranks >= 1 and weights in [0, 1]")
+        return bands
 
 
 class Settings(BaseSettings):

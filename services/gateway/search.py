@@ -295,7 +295,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             except Exception as err:
                 trace.leg("rerank", FAILED, _reason(err))
                 return unchanged
-        blended = blend(plan.query, [h.normalized_score for h in head], scores, passages, cfg.score_floor)
+        blended = blend(plan.query, [h.normalized_score for h in head], scores, passages, cfg.score_floor,
+                        tuple(cfg.bands), cfg.tail_fusion_weight)
         trace.leg("rerank", OK, f"{info['name']}: {len(head)} candidates")
         return Reranked(
             order=[b.index for b in blended] + list(range(len(head), len(fused))),

@@ -29,3 +29,24 @@ def test_floor_rescues_literal_matches_and_score_floor_drops_noise():
     kept = {b.index: b for b in out}
     assert kept[0].rerank == pytest.approx(0.30)
     assert 1 not in kept
+
+
+def test_bands_from_settings():
+    from hybridsearch.common.config import Settings
+
+    cfg = Settings(rerank={"bands": [(5, 0.9)], "tail_fusion_weight": 0.7}).rerank
+    bands = tuple(cfg.bands)
+    assert [fusion_weight(p, bands, cfg.tail_fusion_weight) for p in (1, 5, 6)] == [0.9, 0.9, 0.7]
+    # Fusion-only bands keep the fused order whatever the reranker says.
+    out = blend("q", [1.0, 0.9, 0.8], [0.0, 0.5, 1.0], ["", "", ""], bands=((100, 1.0),))
+    assert [b.index for b in out] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("bands", [[(10, 0.6), (3, 0.75)], [(0, 0.5)], [(3, 1.5)]])
+def test_bad_bands_are_refused(bands):
+    from pydantic import ValidationError
+
+    from hybridsearch.common.config import Settings
+
+    with pytest.raises(ValidationError, match="ascending ranks"):
+        Settings(rerank={"bands": bands})
