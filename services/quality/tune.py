@@ -85,7 +85,6 @@ MPNET_FUSION = {
     "RRF k60": {**PLAIN_RRF},
     "RRF k60, vector 1.5": {**PLAIN_RRF, "fusion__rrf_vector_weight": 1.5},
 }
-MPNET_FEEDBACK = FEEDBACK_CHOICES
 
 
 GRIDS = ("base", "joint", "mpnet")
@@ -107,7 +106,7 @@ def candidates(grid: str = "base") -> list[Candidate]:
         return out
     if grid == "mpnet":
         for (b, bc), (f, fc), (e, ec), (lq, lc) in itertools.product(
-                MPNET_BM25.items(), MPNET_FUSION.items(), MPNET_FEEDBACK.items(), JOINT_LONG.items()):
+                MPNET_BM25.items(), MPNET_FUSION.items(), FEEDBACK_CHOICES.items(), JOINT_LONG.items()):
             label = f"mpnet · 179sw {b} · {f} · {e}" + (f" · {lq}" if lq else "")
             out.append(Candidate(label, {**bc, **fc, **ec, **lc, **MPNET}))
         return out
