@@ -301,6 +301,52 @@ def write_between_markers(path: Path, name: str, content: str) -> None:
     path.write_text(text)
 
 
+@app.command()
+def speed(
+    folder: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="BEIR-layout folder")],
+    modes: Annotated[str, typer.Option(help="comma list of bm25,vector,fast,balanced")] = "bm25,vector,fast,balanced",
+    top_k: Annotated[int, typer.Option(help="hits per answer")] = 10,
+    limit: Annotated[int, typer.Option(help="only the first N judged queries (0 = all)")] = 0,
+    budget: Annotated[bool, typer.Option("--budget/--no-budget", help="a second pass with explain: stage timings")] = True,
+    json_out: Annotated[Optional[Path], typer.Option("--json-out", help="write the figures here")] = None,
+):
+    """Sequential latency through a running gateway, interleaved with the in-process library baseline."""
+    from hybridsearch.bench import collection_name, ensure_indexed
+    from hybridsearch.corpus import beir_corpus_file, load_judged_queries, read_beir_corpus
+    from hybridsearch.perf.baseline import BaselineDocument, LibraryBaseline
+    from hybridsearch.perf.speed import SPEED_MODES, budget_markdown, run_speed, stage_budget, to_markdown
+
+    wanted = [m.strip() for m in modes.split(",") if m.strip()]
+    if unknown := [m for m in wanted if m not in SPEED_MODES]:
+        raise typer.BadParameter(f"unknown modes {unknown}: choose from {', '.join(SPEED_MODES)}")
+    settings = get_settings()
+    client = _gateway()
+    collection = collection_name(folder, settings)
+    queries, qrels = load_judged_queries(folder)
+    if limit:
+        queries = dict(list(queries.items())[:limit])
+        qrels = {q: qrels[q] for q in queries}
+    with _progress() as progress:
+        task = progress.add_task(f"indexing {folder.name}", total=None)
+        ensure_indexed(client, folder, collection, progress=lambda n: progress.advance(task, n))
+        progress.add_task("building the in-process baseline", total=None)
+        documents = [BaselineDocument(d.id, d.title, d.text) for d in read_beir_corpus(beir_corpus_file(folder))]
+        baseline = LibraryBaseline.build(documents, settings.data_dir / "cache" / "embeddings.sqlite",
+                                         settings.vector.embedder, settings.vector.max_seq_length)
+        t = progress.add_task("interleaved run", total=len(queries))
+        result = run_speed(client, baseline, queries, qrels, collection, wanted, top_k,
+                           progress=lambda: progress.advance(t))
+        if budget:
+            progress.add_task("stage budget (explain on)", total=None)
+            result["budget"] = stage_budget(client, queries, collection, wanted, top_k)
+    result["dataset"] = folder.resolve().name
+    console.print(to_markdown(result))
+    if budget:
+        console.print(budget_markdown(result["budget"]))
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
+
+
 @app.command("export-models")
 def export_models(
     force: bool = False,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import grpc
 
 from hybridsearch.bm25.engine import LexicalEngine
@@ -41,12 +43,13 @@ class Bm25Servicer(StoreServicerMixin, bm25_pb2_grpc.Bm25ServiceServicer):
             collection, filters = check_leg_search(request)
         except InvalidArgument as err:
             await abort_invalid(context, err)
+        started = time.perf_counter()
         try:
             lists = await self.engine.search(collection, [q.text for q in request.queries], request.limit, filters)
         except EngineUnavailable as err:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
         return common_pb2.LegSearchResponse(
-            engine=self.engine.name,
+            engine=self.engine.name, timings_ms={"engine": (time.perf_counter() - started) * 1000},
             lists=[
                 common_pb2.RankedList(leg=common_pb2.LEG_BM25, kind=q.kind, query=q.text, hits=hits)
                 for q, hits in zip(request.queries, lists)

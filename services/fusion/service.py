@@ -69,14 +69,16 @@ def params_to_proto(params: FusionParams) -> fusion_pb2.FusionConfig:
     )
 
 
-def fuse_proto(lists: list[common_pb2.RankedList], params: FusionParams, limit: int) -> list[fusion_pb2.FusedHit]:
+def fuse_proto(lists: list[common_pb2.RankedList], params: FusionParams, limit: int,
+               with_text: bool = True) -> list[fusion_pb2.FusedHit]:
     texts: dict[str, tuple[str, str]] = {}
     rankings = []
     for rl in lists:
         if rl.leg not in LEGS:
             raise InvalidArgument("every list needs a leg (LEG_BM25 or LEG_VECTOR)")
-        for h in rl.hits:
-            texts.setdefault(h.chunk_id, (h.title, h.text))
+        if with_text:
+            for h in rl.hits:
+                texts.setdefault(h.chunk_id, (h.title, h.text))
         rankings.append(
             Ranking(
                 leg=LEGS[rl.leg], kind=KINDS.get(rl.kind, QueryKind.ORIGINAL),
@@ -111,7 +113,7 @@ class FusionServicer(fusion_pb2_grpc.FusionServiceServicer):
             if not 0 < request.limit <= 10_000:
                 raise InvalidArgument(f"limit must be 1-10000, got {request.limit}")
             params = resolve_params(request.config, self.defaults)
-            hits = fuse_proto(list(request.lists), params, request.limit)
+            hits = fuse_proto(list(request.lists), params, request.limit, with_text=not request.omit_text)
         except InvalidArgument as err:
             await abort_invalid(context, err)
         return fusion_pb2.FuseResponse(hits=hits, config=params_to_proto(params))

@@ -49,11 +49,25 @@ class Trace:
     expansion: expansion_pb2.ExpandResponse | None = None
     notices: list[str] = field(default_factory=list)
     degraded: bool = False
+    _hits: dict[str, common_pb2.LegHit] | None = None
+
+    def hit(self, chunk_id: str) -> common_pb2.LegHit:
+        """The leg hit (title, text) of a chunk: fused hits travel without text, the gateway holds it."""
+        if self._hits is None:
+            self._hits = {}
+            for rl in self.lists:
+                for h in rl.hits:
+                    self._hits.setdefault(h.chunk_id, h)
+        return self._hits.get(chunk_id) or common_pb2.LegHit()
 
     def leg(self, name: str, state: int, reason: str = "") -> None:
         self.legs[name] = search_pb2.LegStatus(name=name, state=state, reason=reason)
         if state == FAILED:
             self.degraded = True
+
+    def note(self, stage: str, ms: float) -> None:
+        """A timing for explain only (the legs' own latency metrics are LEG_DURATION)."""
+        self.timings.append(search_pb2.StageTiming(stage=stage, ms=ms))
 
     def timed(self, stage: str, since: float) -> None:
         seconds = time.perf_counter() - since
@@ -196,7 +210,9 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         request = common_pb2.LegSearchRequest(
             collection=plan.collection, queries=queries, limit=depth, filters=plan.filters, feedback_docs=feedback,
         )
-        with self._observed(f"{name}{'.variants' if variants else ''}"):
+        stage = f"{name}{'.variants' if variants else ''}"
+        called = time.perf_counter()
+        with self._observed(stage):
             try:
                 response = await stub.Search(request, timeout=deadline.left())
             except (grpc.aio.AioRpcError, asyncio.TimeoutError) as err:
@@ -206,6 +222,10 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                     trace.leg(name, FAILED, _reason(err))
                     log.warning("%s leg failed: %s", name, _reason(err))
                 return
+        # The call as the gateway saw it, then the service's own parts: the difference is the hop.
+        trace.note(f"leg.{stage}", (time.perf_counter() - called) * 1000)
+        for part, ms in sorted(response.timings_ms.items()):
+            trace.note(f"leg.{stage}.{part}", ms)
         weights = {
             common_pb2.QUERY_KIND_LEXICAL_VARIANT: plan.fusion.variant_weight,
             common_pb2.QUERY_KIND_SEMANTIC_VARIANT: plan.fusion.variant_weight,
@@ -241,7 +261,12 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
 
     async def _fuse(self, plan, deadline, trace) -> list[fusion_pb2.FusedHit]:
         limit = self.settings.fusion_depth
-        request = fusion_pb2.FuseRequest(lists=trace.lists, config=params_to_proto(plan.fusion), limit=limit)
+        if len(trace.lists) == 1:
+            # One ranked list: fusion would only collapse chunks and scale scores, which the same library
+            # does here in microseconds; a hop to the fusion service would cost more than the answer.
+            return fuse_proto(trace.lists, plan.fusion, limit, with_text=False)
+        request = fusion_pb2.FuseRequest(lists=trace.lists, config=params_to_proto(plan.fusion), limit=limit,
+                                         omit_text=True)
         try:
             with self.tracer.start_as_current_span("gateway.fusion"):
                 return list((await self.backends.fusion.Fuse(request, timeout=deadline.left())).hits)
@@ -250,26 +275,26 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             trace.notices.append(f"fusion service unavailable ({_reason(err)}): fused in the gateway")
             trace.degraded = True
             metrics.DEGRADED_LEGS.labels(leg="fusion").inc()
-            return fuse_proto(trace.lists, plan.fusion, limit)
+            return fuse_proto(trace.lists, plan.fusion, limit, with_text=False)
 
     async def _rerank(self, plan, fused, deadline, trace) -> Reranked:
         """Reranks the head of the fused list when the plan and the model allow it."""
         unchanged = Reranked(order=list(range(len(fused))))
         wanted = plan.rerank_requested  # True / False / None (effort and model decide)
-        try:
-            info = await self.backends.reranker.model_info()
-        except Exception as err:  # Triton down or model not loaded
-            if wanted or (wanted is None and plan.effort != common_pb2.EFFORT_FAST):
-                trace.leg("rerank", FAILED if wanted else SKIPPED, f"reranker unavailable: {_reason(err)}")
-            return unchanged
-        if not info["trained"]:
-            trace.notices.append(f"reranker model {info['name']!r} is untrained (fresh classification head)")
+        # Decided by the plan alone: no need to ask Triton about its model.
         if wanted is False:
             trace.leg("rerank", SKIPPED, "not requested")
             return unchanged
         if wanted is None and plan.effort == common_pb2.EFFORT_FAST:
             trace.leg("rerank", SKIPPED, "fast effort")
             return unchanged
+        try:
+            info = await self.backends.reranker.model_info()
+        except Exception as err:  # Triton down or model not loaded
+            trace.leg("rerank", FAILED if wanted else SKIPPED, f"reranker unavailable: {_reason(err)}")
+            return unchanged
+        if not info["trained"]:
+            trace.notices.append(f"reranker model {info['name']!r} is untrained (fresh classification head)")
         cfg = self.settings.rerank
         if wanted is None and not info["trained"] and not cfg.allow_untrained:
             trace.leg("rerank", SKIPPED, "reranker model is untrained")
@@ -287,7 +312,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         if len(head) < cfg.min_candidates:
             trace.leg("rerank", SKIPPED, f"fewer than {cfg.min_candidates} candidates")
             return unchanged
-        passages = [_passage(h) for h in head]
+        passages = [_passage(trace.hit(h.chunk_id)) for h in head]
         with self._observed("rerank") as span:
             span.set_attribute("rerank.pool", len(head))
             try:
@@ -307,23 +332,22 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
     def _respond(self, plan, fused, reranked: Reranked, trace) -> search_pb2.SearchResponse:
         finals = reranked.final_scores(fused)
         rerank_scores = reranked.rerank
-        hits = []
-        for i in reranked.order:
-            if finals[i] < plan.min_score:
-                continue
-            f = fused[i]
-            hits.append(
+        kept = [i for i in reranked.order if finals[i] >= plan.min_score]
+        # Only the page is built: snippets and evidence for hits nobody will see cost most of an answer.
+        page = []
+        for i in kept[plan.offset : plan.offset + plan.top_k]:
+            f, leg_hit = fused[i], trace.hit(fused[i].chunk_id)
+            page.append(
                 search_pb2.SearchHit(
-                    doc_id=f.doc_id, chunk_id=f.chunk_id, title=f.title, snippet=snippet(plan.query, f.text),
+                    doc_id=f.doc_id, chunk_id=f.chunk_id, title=leg_hit.title, snippet=snippet(plan.query, leg_hit.text),
                     score=finals[i], fusion_score=f.normalized_score, rerank_score=rerank_scores.get(i, 0.0),
                     reranked=i in rerank_scores,
                     legs=[search_pb2.LegRank(leg=e.leg, kind=e.kind, rank=e.rank, score=e.score) for e in f.evidence],
                 )
             )
-        page = hits[plan.offset : plan.offset + plan.top_k]
         response = search_pb2.SearchResponse(
             hits=page, legs=list(trace.legs.values()), degraded=trace.degraded, mode=plan.mode, effort=plan.effort,
-            total_candidates=len(hits), notices=trace.notices,
+            total_candidates=len(kept), notices=trace.notices,
             took_ms=(time.perf_counter() - trace.started) * 1000,
         )
         if plan.explain:
@@ -340,7 +364,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         return response
 
 
-def _passage(hit: fusion_pb2.FusedHit) -> str:
+def _passage(hit: common_pb2.LegHit) -> str:
     return f"{hit.title}\n{hit.text}" if hit.title else hit.text
 
 

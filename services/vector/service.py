@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import grpc
 import numpy as np
@@ -63,8 +64,13 @@ class VectorEngine:
         return await self.store.content_hashes(collection, doc_ids)
 
     async def search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int, filters,
-                     feedback_docs: int = 0) -> list[common_pb2.RankedList]:
+                     feedback_docs: int = 0, timings: dict[str, float] | None = None) -> list[common_pb2.RankedList]:
+        """Ranked lists, one per query (+ Rocchio's); `timings` gets embed and engine milliseconds."""
+        timings = {} if timings is None else timings
+        started = time.perf_counter()
         vectors = await self.embed([q.text for q in queries], passages=False)
+        embedded = time.perf_counter()
+        timings["embed"] = (embedded - started) * 1000
         results = await self.store.search(collection, vectors, limit, filters, with_vectors=feedback_docs > 0)
         lists = [self._ranked(q.kind, q.text, points) for q, points in zip(queries, results)]
         if feedback_docs > 0 and results and results[0]:
@@ -74,6 +80,7 @@ class VectorEngine:
             fb /= np.linalg.norm(fb) or 1.0
             (fb_points,) = await self.store.search(collection, fb[None, :], limit, filters)
             lists.append(self._ranked(common_pb2.QUERY_KIND_FEEDBACK, f"rocchio({feedback_docs})", fb_points))
+        timings["engine"] = (time.perf_counter() - embedded) * 1000
         return lists
 
     @staticmethod
@@ -102,8 +109,10 @@ class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
             collection, filters = check_leg_search(request)
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        lists = await self.engine.search(collection, list(request.queries), request.limit, filters, request.feedback_docs)
-        return common_pb2.LegSearchResponse(engine=self.engine.name, lists=lists)
+        timings: dict[str, float] = {}
+        lists = await self.engine.search(collection, list(request.queries), request.limit, filters,
+                                         request.feedback_docs, timings)
+        return common_pb2.LegSearchResponse(engine=self.engine.name, lists=lists, timings_ms=timings)
 
 
 async def main() -> None:
