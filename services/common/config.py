@@ -184,6 +184,21 @@ class RerankSettings(BaseModel):
         return bands
 
 
+class AdmissionSettings(BaseModel):
+    """How much work each process holds at once (docs/performance.md measures these on 2 cores)."""
+
+    # Gateway: searches in flight, searches waiting for a slot, and the longest wait before
+    # RESOURCE_EXHAUSTED (never past the request's own deadline).
+    max_in_flight: int = Field(6, ge=1)
+    max_queue: int = Field(24, ge=0)
+    max_wait_s: float = Field(0.05, ge=0)
+    # Ingest batches in flight at the gateway (each holds embedding work in the vector service).
+    max_ingest_in_flight: int = Field(4, ge=1)
+    # Every gRPC server (gateway and internal services): concurrent RPCs before gRPC itself answers
+    # RESOURCE_EXHAUSTED, a backstop against any caller that does not bound itself.
+    max_concurrent_rpcs: int = Field(256, ge=1)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="HYBRIDSEARCH_", env_nested_delimiter="__", extra="ignore")
 
@@ -196,6 +211,7 @@ class Settings(BaseSettings):
     expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
     fusion: FusionSettings = Field(default_factory=FusionSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
+    admission: AdmissionSettings = Field(default_factory=AdmissionSettings)
     # One deadline for the whole query path; legs get what is left of it. THOROUGH waits for an LLM.
     search_deadline_s: float = 10.0
     thorough_deadline_s: float = 30.0

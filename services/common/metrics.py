@@ -13,7 +13,7 @@ import logging
 import time
 
 import grpc
-from prometheus_client import Counter, Histogram, start_http_server
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,12 @@ DEGRADED_LEGS = Counter(
     "hybridsearch_search_degraded_total", "Degraded answers, by the leg that failed (fusion: fused in the gateway)",
     ["leg"],
 )
+REJECTED = Counter(
+    "hybridsearch_rejected_total", "Requests the gateway refused with RESOURCE_EXHAUSTED, by reason (queue_full, wait)",
+    ["reason"],
+)
+IN_FLIGHT = Gauge("hybridsearch_searches_in_flight", "Searches holding an admission slot in the gateway")
+QUEUED = Gauge("hybridsearch_searches_queued", "Searches waiting for an admission slot in the gateway")
 CACHE_LOOKUPS = Counter(
     "hybridsearch_expansion_cache_lookups_total", "Expansion cache lookups in Redis, by result (hit, miss, error)",
     ["result"],

@@ -40,7 +40,8 @@ def configure_logging() -> None:
 def create_server(name: str = "") -> grpc.aio.Server:
     # Tracing first: the metrics interceptor then runs inside the server span.
     interceptors = [*grpc_server_interceptors(), RpcMetricsInterceptor(name)]
-    return grpc.aio.server(interceptors=interceptors, options=CHANNEL_OPTIONS)
+    return grpc.aio.server(interceptors=interceptors, options=CHANNEL_OPTIONS,
+                           maximum_concurrent_rpcs=get_settings().admission.max_concurrent_rpcs)
 
 
 def add_health_and_reflection(

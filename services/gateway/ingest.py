@@ -11,10 +11,12 @@ import asyncio
 
 import grpc
 
+from hybridsearch.common import metrics
 from hybridsearch.common.chunking import chunk_text, content_hash
 from hybridsearch.common.config import Settings
 from hybridsearch.common.telemetry import tracer
 from hybridsearch.common.validation import FIELD_NAME, InvalidArgument, abort_invalid, check_collection, check_doc_id
+from hybridsearch.gateway.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc
 
@@ -23,6 +25,7 @@ MAX_TEXT_CHARS = 2_000_000
 MAX_TITLE_CHARS = 1000
 MAX_METADATA = 64
 WRITE_TIMEOUT_S = 600.0
+INGEST_MAX_WAIT_S = 30.0
 
 
 def document_chunks(doc: ingest_pb2.Document, words: int, overlap: int, tag: str = "") -> list[common_pb2.Chunk]:
@@ -76,8 +79,21 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self.settings = settings
         self.backends = backends
         self.tracer = tracer(__name__)
+        # Writes wait longer for a slot than searches (a bulk load is patient), but never without bound.
+        cfg = settings.admission
+        self.admission = Admission(cfg.max_ingest_in_flight, 4 * cfg.max_ingest_in_flight, INGEST_MAX_WAIT_S)
 
     async def _write(self, collection: str, documents: list[ingest_pb2.Document], context) -> ingest_pb2.UpsertResponse:
+        try:
+            async with self.admission.slot(context.time_remaining() or INGEST_MAX_WAIT_S):
+                return await self._write_admitted(collection, documents, context)
+        except Overloaded as err:
+            metrics.REJECTED.labels(reason=err.reason).inc()
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"ingest at capacity ({err}): nothing of this batch was written, retry with backoff")
+
+    async def _write_admitted(self, collection: str, documents: list[ingest_pb2.Document], context
+                              ) -> ingest_pb2.UpsertResponse:
         bm25_request, vector_request = await asyncio.to_thread(store_requests, collection, documents, self.settings)
         with self.tracer.start_as_current_span("gateway.ingest") as span:
             span.set_attribute("ingest.documents", len(documents))

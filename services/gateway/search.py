@@ -27,6 +27,7 @@ from hybridsearch.common.config import Settings
 from hybridsearch.common.telemetry import tracer
 from hybridsearch.common.validation import InvalidArgument, abort_invalid
 from hybridsearch.fusion.service import fuse_proto, params_to_proto
+from hybridsearch.gateway.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.request import SearchPlan, plan_search
 from hybridsearch.reranker.blend import blend
@@ -118,7 +119,14 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         self.settings = settings
         self.backends = backends
         self.tracer = tracer(__name__)
+        cfg = settings.admission
+        self.admission = Admission(cfg.max_in_flight, cfg.max_queue, cfg.max_wait_s)
         metrics.initialise(metrics.DEGRADED_LEGS, "leg", metrics.DEGRADABLE_LEGS)
+        metrics.initialise(metrics.REJECTED, "reason", ("queue_full", "wait"))
+
+    def _gauge_admission(self) -> None:
+        metrics.IN_FLIGHT.set(self.admission.in_flight)
+        metrics.QUEUED.set(self.admission.queued)
 
     @contextmanager
     def _observed(self, leg: str):
@@ -136,12 +144,23 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         remaining = context.time_remaining()
         deadline = Deadline(min(budget, remaining or budget))
         trace = Trace()
-        with self.tracer.start_as_current_span("gateway.search") as span:
-            span.set_attribute("search.collection", plan.collection)
-            span.set_attribute("search.mode", common_pb2.RetrievalMode.Name(plan.mode))
-            span.set_attribute("search.effort", common_pb2.Effort.Name(plan.effort))
-            response = await self._search(plan, deadline, trace)
-            span.set_attribute("search.degraded", response is None or response.degraded)
+        try:
+            async with self.admission.slot(deadline.left()) as waited:
+                self._gauge_admission()
+                trace.note("queue", waited * 1000)
+                with self.tracer.start_as_current_span("gateway.search") as span:
+                    span.set_attribute("search.collection", plan.collection)
+                    span.set_attribute("search.mode", common_pb2.RetrievalMode.Name(plan.mode))
+                    span.set_attribute("search.effort", common_pb2.Effort.Name(plan.effort))
+                    response = await self._search(plan, deadline, trace)
+                    span.set_attribute("search.degraded", response is None or response.degraded)
+        except Overloaded as err:
+            metrics.REJECTED.labels(reason=err.reason).inc()
+            metrics.SEARCHES.labels(effort=common_pb2.Effort.Name(plan.effort), outcome="rejected").inc()
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"gateway at capacity ({err}); retry with backoff or another replica")
+        finally:
+            self._gauge_admission()
         metrics.STAGE_DURATION.labels(stage="total").observe(time.perf_counter() - trace.started)
         outcome = "unavailable" if response is None else "degraded" if response.degraded else "ok"
         metrics.SEARCHES.labels(effort=common_pb2.Effort.Name(plan.effort), outcome=outcome).inc()
