@@ -347,6 +347,32 @@ def speed(
         json_out.write_text(json.dumps(result, indent=2))
 
 
+@app.command("scale-corpus")
+def scale_corpus(
+    size: Annotated[int, typer.Option(help="passages: real ones first, then generated (hybridsearch.perf.scale)")] = 100_000,
+    out: Annotated[Path, typer.Option(help="where scale-N/corpus.jsonl.gz goes")] = Path.home() / ".cache" / "hybridsearch" / "scale",
+    embed: Annotated[bool, typer.Option("--embed/--no-embed", help="fill the embedding cache of --data-dir")] = False,
+    data_dir: Annotated[Optional[Path], typer.Option(help="the data dir whose vector service will index it")] = None,
+    seed: Annotated[int, typer.Option()] = 15,
+    shared: Annotated[Path, typer.Option(help="the shared folder (training passages, datasets)")] = Path("../shared"),
+):
+    """Builds a 100k / 1M passage corpus (BEIR layout) and, with --embed, its vectors (resumable)."""
+    from hybridsearch.perf.scale import embed_corpus, write_corpus
+    from hybridsearch.vector.embedder import EmbeddingCache, OnnxEmbedder
+
+    settings = get_settings()
+    corpus = write_corpus(shared, size, out, seed)
+    console.print(f"corpus: {corpus}")
+    if embed:
+        cfg = settings.vector
+        cache_path = (data_dir or settings.data_dir) / "cache" / "embeddings.sqlite"
+        cache = EmbeddingCache(cache_path, OnnxEmbedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size), cfg.max_seq_length)
+        with _progress() as progress:
+            task = progress.add_task(f"embedding {size:,} passages", total=size)
+            record = embed_corpus(corpus, cache, progress=lambda n: progress.advance(task, n))
+        console.print(f"embedding cache {cache_path}: {record}")
+
+
 @app.command("export-models")
 def export_models(
     force: bool = False,

@@ -110,6 +110,7 @@ class EmbeddingCache:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL)")
         self._lock = threading.Lock()
+        self.misses = 0  # texts embedded (not found in the cache) since this object was made
 
     def _key(self, text: str) -> bytes:
         return hashlib.blake2b(self._prefix + text.encode(), digest_size=16).digest()
@@ -126,6 +127,7 @@ class EmbeddingCache:
                 ).fetchall()
                 found.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
         missing = [i for i, k in enumerate(keys) if k not in found]
+        self.misses += len(missing)
         # Written slice by slice: an interrupted embedding of a large corpus keeps what it finished.
         for start in range(0, len(missing), self.WRITE_EVERY):
             part = missing[start : start + self.WRITE_EVERY]
