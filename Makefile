@@ -64,6 +64,12 @@ serve: install llm
 doctor:
 	$(BIN)/hybridsearch doctor
 
+# `hybridsearch loadtest` against a running stack (make serve), loopback only. LOADTEST_ARGS picks the
+# mode and options (default: the FAST ramp to the knee); report and PNGs under var/loadtest/.
+.PHONY: loadtest
+loadtest: $(STAMP)
+	$(BIN)/hybridsearch loadtest $(or $(LOADTEST_ARGS),ramp --scenario fast)
+
 test: install llm mpnet
 	$(BIN)/python -m pytest -q tests
 

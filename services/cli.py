@@ -373,6 +373,25 @@ def scale_corpus(
         console.print(f"embedding cache {cache_path}: {record}")
 
 
+@app.command("store-probe")
+def store_probe(
+    collection: Annotated[str, typer.Option("--collection", "-c", help="a collection of the stopped stack's data dir")],
+    queries_from: Annotated[Path, typer.Option(exists=True, file_okay=False, help="a BEIR folder: its queries")],
+    limit: Annotated[int, typer.Option(help="the first N queries")] = 300,
+    json_out: Annotated[Optional[Path], typer.Option("--json-out")] = None,
+):
+    """With the services stopped: reopen times of both stores, ANN recall@10 against exact search."""
+    from hybridsearch.corpus import read_queries
+    from hybridsearch.perf.store_probe import run_probe
+
+    settings = get_settings()
+    queries = list(read_queries(queries_from).values())[:limit]
+    result = run_probe(settings, collection, queries, settings.leg_depth)
+    console.print_json(data=result)
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
+
+
 @app.command("export-models")
 def export_models(
     force: bool = False,
@@ -539,6 +558,80 @@ def dashboards(
 
     for path in write_dashboards(out):
         console.print(f"wrote {path}")
+
+
+@app.command()
+def loadtest(
+    mode: Annotated[str, typer.Argument(help="open | closed | ramp | mixed (queries alone, then while writing)")] = "open",
+    scenario: Annotated[str, typer.Option("--scenario", "-s", help="comma list of fast,balanced,thorough,rerank,bm25,vector")] = "fast",
+    rate: Annotated[float, typer.Option(help="offered queries/s (open, mixed)")] = 20.0,
+    arrivals: Annotated[str, typer.Option(help="poisson | constant")] = "poisson",
+    duration: Annotated[float, typer.Option(help="seconds per run (each mixed phase)")] = 10.0,
+    workers: Annotated[int, typer.Option(help="closed-loop workers")] = 4,
+    steps: Annotated[str, typer.Option(help="ramp: comma list of QPS (default 10, 20, 40, ... --max-qps)")] = "",
+    max_qps: Annotated[float, typer.Option(help="ramp: the last default step")] = 1280.0,
+    step_seconds: Annotated[float, typer.Option(help="ramp: seconds per step")] = 10.0,
+    p99_limit_ms: Annotated[float, typer.Option(help="ramp: a step passes with p99 at most this")] = 100.0,
+    max_error_rate: Annotated[float, typer.Option(help="ramp: ... and fewer errors + drops than this share")] = 0.01,
+    write_rate: Annotated[float, typer.Option(help="mixed: documents/s upserted while querying")] = 5.0,
+    write_batch: Annotated[int, typer.Option(help="mixed: documents per Upsert")] = 1,
+    write_corpus: Annotated[Optional[Path], typer.Option(exists=True, help="mixed: documents from this BEIR corpus or folder (default synthetic)")] = None,
+    keep_written: Annotated[bool, typer.Option(help="mixed: keep the written documents (default: deleted afterwards)")] = False,
+    queries_from: Annotated[Optional[Path], typer.Option(exists=True, file_okay=False, help="a BEIR folder: its queries.jsonl, cycled")] = None,
+    dataset: Annotated[Optional[Path], typer.Option(exists=True, file_okay=False, help="a BEIR folder: index it as bench does (if needed), query its collection")] = None,
+    collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="default: 'default', or the --dataset's bench collection")] = None,
+    top_k: Annotated[int, typer.Option(help="hits per answer")] = 10,
+    deadline_ms: Annotated[float, typer.Option(help="per-request deadline (goodput counts OK answers within it)")] = 2000.0,
+    write_deadline_ms: Annotated[float, typer.Option(help="per-Upsert deadline")] = 10000.0,
+    channels: Annotated[int, typer.Option(help="gRPC channels, used round-robin")] = 4,
+    max_outstanding: Annotated[Optional[int], typer.Option(help="open loop: in flight before dropping (default 10x rate, <= 2000)")] = None,
+    stage_timings: Annotated[bool, typer.Option(help="ask for explain: per-stage times (bigger answers)")] = False,
+    warmup: Annotated[int, typer.Option(help="unmeasured requests before each scenario")] = 5,
+    seed: int = 0,
+    pids: Annotated[str, typer.Option(help="comma list of pids whose RSS is sampled every second")] = "",
+    rss: Annotated[bool, typer.Option(help="sample the RSS of every running `hybridsearch serve` process, Triton, Redis")] = False,
+    address: Annotated[Optional[str], typer.Option(help="gateway (loopback only; default from settings)")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="folder for loadtest.json and the PNGs (default var/loadtest/<time>-<mode>)")] = None,
+):
+    """Load a running gateway over loopback gRPC: open/closed loop, ramp to the knee, queries while writing."""
+    import datetime as dt
+
+    from hybridsearch.perf.load.bounds import LoadBoundsError, check_loopback
+    from hybridsearch.perf.load.memory import discover, name_pids
+    from hybridsearch.perf.load.ramp import default_steps, parse_steps
+    from hybridsearch.perf.load.report import print_summary, write_outputs
+    from hybridsearch.perf.load.scenarios import bench_collection, load_queries, parse_scenarios
+    from hybridsearch.perf.load.session import LoadPlan, execute
+
+    settings = get_settings()
+    try:
+        target = check_loopback(address or settings.endpoints.addr("gateway"))
+        default_collection = "default"
+        if dataset is not None:
+            console.print(f"{dataset.name}: indexing into its bench collection when needed…")
+            default_collection, indexed = bench_collection(dataset, target, settings)
+            console.print(f"{dataset.name}: collection {default_collection} ({indexed} documents indexed now)")
+        plan = LoadPlan(
+            mode=mode, address=target, collection=collection or default_collection,
+            queries=load_queries(queries_from or dataset), scenarios=parse_scenarios(scenario), rate=rate,
+            arrivals=arrivals, duration_s=duration, workers=workers,
+            steps=parse_steps(steps) if steps else default_steps(max_qps=max_qps), step_s=step_seconds,
+            p99_limit_ms=p99_limit_ms, max_error_rate=max_error_rate, write_rate=write_rate, write_batch=write_batch,
+            write_corpus=write_corpus, keep_written=keep_written, write_deadline_s=write_deadline_ms / 1000, top_k=top_k,
+            deadline_s=deadline_ms / 1000, channels=channels, max_outstanding=max_outstanding,
+            stage_timings=stage_timings, warmup=warmup, seed=seed,
+        )
+        if pids or rss:
+            plan.rss_pids = name_pids([int(p) for p in pids.split(",") if p.strip()]) if pids else discover()
+        plan.check()
+    except (LoadBoundsError, ValueError, FileNotFoundError) as err:
+        console.print(f"[red]{err}[/]")
+        raise typer.Exit(2) from None
+    report = execute(plan)
+    folder = out or settings.data_dir / "loadtest" / f"{dt.datetime.now():%Y%m%d-%H%M%S}-{mode}"
+    path = write_outputs(report, folder)
+    print_summary(report, Console())
+    console.print(f"report → {path} (plots: {', '.join(report['plots']) or 'none'})")
 
 
 if __name__ == "__main__":

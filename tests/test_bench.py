@@ -23,6 +23,8 @@ def test_index_time_settings_get_their_own_collection(changes):
 
 
 def test_query_time_settings_reuse_the_index():
-    tuned = Settings(fusion={"bm25_weight": 0.1}, bm25={"k1": 0.9, "b": 0.4, "title_boost": 0.3})
+    tuned = Settings(fusion={"bm25_weight": 0.1}, bm25={"title_boost": 0.3})
     assert collection_name(FOLDER, tuned) == collection_name(FOLDER, Settings())
+    bm25s = Settings(bm25={"engine": "bm25s", "k1": 0.9, "b": 0.4})  # k1 and b are query-time on bm25s
+    assert collection_name(FOLDER, bm25s) == collection_name(FOLDER, Settings(bm25={"engine": "bm25s"}))
     assert collection_name(FOLDER, Settings()).startswith("bench-scifact-")

@@ -20,7 +20,7 @@ import bm25s
 import numpy as np
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
-from hybridsearch.common.stores import EngineStats, UpsertResult
+from hybridsearch.common.stores import EngineStats, UpsertResult, chunks_by_document
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.validation import matches_filters
 from hybridsearch.v1 import common_pb2
@@ -97,9 +97,7 @@ class _Collection:
             return self.index
 
     def upsert(self, chunks: list[common_pb2.Chunk]) -> UpsertResult:
-        by_doc: dict[str, list[common_pb2.Chunk]] = {}
-        for c in chunks:
-            by_doc.setdefault(c.doc_id, []).append(c)
+        by_doc = chunks_by_document(chunks)
         result = UpsertResult()
         with self.lock:
             self.db.execute("BEGIN")

@@ -37,7 +37,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from hybridsearch.bm25.analyzer import STOPWORD_LISTS
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.iterables import batched
-from hybridsearch.common.stores import EngineStats, EngineUnavailable, UpsertResult
+from hybridsearch.common.stores import EngineStats, EngineUnavailable, UpsertResult, chunks_by_document
 from hybridsearch.v1 import common_pb2
 
 log = logging.getLogger(__name__)
@@ -283,9 +283,7 @@ class OpenSearchBm25Engine:
         return out
 
     async def upsert(self, collection: str, chunks: list[common_pb2.Chunk]) -> UpsertResult:
-        by_doc: dict[str, list[common_pb2.Chunk]] = {}
-        for c in chunks:
-            by_doc.setdefault(c.doc_id, []).append(c)
+        by_doc = chunks_by_document(chunks)
         result = UpsertResult()
         if not by_doc:
             return result

@@ -18,6 +18,10 @@ from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2
 def build_engine(settings: Settings) -> LexicalEngine:
     cfg = settings.bm25
     if cfg.engine == "embedded":
+        from hybridsearch.bm25.tantivy_engine import TantivyBm25Engine
+
+        return TantivyBm25Engine(settings.data_dir / "bm25-tantivy", cfg.stemmer, cfg.stopwords, cfg.title_boost)
+    if cfg.engine == "bm25s":
         from hybridsearch.bm25.embedded import EmbeddedBm25Engine
 
         return EmbeddedBm25Engine(settings.data_dir / "bm25", cfg.k1, cfg.b, cfg.stemmer, cfg.stopwords, cfg.title_boost)
@@ -31,7 +35,7 @@ def build_engine(settings: Settings) -> LexicalEngine:
             search_timeout_s=cfg.opensearch_search_timeout_s, bulk_chunk_size=cfg.opensearch_bulk_chunk_size,
             bulk_max_bytes=cfg.opensearch_bulk_max_bytes, bulk_in_flight=cfg.opensearch_bulk_in_flight,
         )
-    raise ValueError(f"unknown bm25 engine {cfg.engine!r} (embedded | opensearch)")
+    raise ValueError(f"unknown bm25 engine {cfg.engine!r} (embedded | bm25s | opensearch)")
 
 
 class Bm25Servicer(StoreServicerMixin, bm25_pb2_grpc.Bm25ServiceServicer):

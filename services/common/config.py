@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -37,7 +37,10 @@ class Endpoints(BaseModel):
 
 
 class Bm25Settings(BaseModel):
-    engine: str = "embedded"  # embedded | opensearch
+    # embedded: tantivy segments in-process (bm25/tantivy_engine.py; Lucene BM25 at k1 1.2, b 0.75, no O(N)
+    # work per write); bm25s: bm25s + SQLite, any k1/b, rebuilt after writes (small, read-mostly
+    # collections; bm25/embedded.py); opensearch: a cluster (docs/opensearch.md).
+    engine: Literal["embedded", "bm25s", "opensearch"] = "embedded"
     # Lucene BM25 parameters and analysis. Chosen in docs/quality.md: k1 1.2, b 0.75 and the 179-word
     # list beat Anserini's "flat" run (k1 0.9, b 0.4, Lucene's 33 stopwords) on every collection there,
     # by up to 0.09 nDCG@10 on long queries (ArguAna, CISI). All of it maps onto OpenSearch settings.
@@ -60,9 +63,18 @@ class Bm25Settings(BaseModel):
     opensearch_bulk_max_bytes: int = Field(10 * 1024 * 1024, ge=1024)
     opensearch_bulk_in_flight: int = Field(2, ge=1)
 
+    @model_validator(mode="after")
+    def _engine_supports_parameters(self) -> "Bm25Settings":
+        if self.engine == "embedded" and (self.k1, self.b) != (1.2, 0.75):
+            raise ValueError(f"bm25.engine=embedded (tantivy) scores with k1 1.2 and b 0.75 only; for k1={self.k1} "
+                             f"b={self.b} use bm25.engine=bm25s or opensearch")
+        return self
+
 
 class VectorSettings(BaseModel):
-    engine: str = "embedded"  # embedded (qdrant-client local mode on disk) | qdrant
+    # embedded: Qdrant's engine in-process (qdrant-edge: HNSW, segments, payload indexes; vector/edge.py);
+    # local: qdrant-client's local mode (exact scan in Python, small collections); qdrant: a server.
+    engine: Literal["embedded", "local", "qdrant"] = "embedded"
     # A Qdrant server: REST URL (the client's version check) and the gRPC port on the same host.
     qdrant_url: str = "http://127.0.0.1:6333"
     qdrant_grpc_port: int = 6334
@@ -81,8 +93,9 @@ class VectorSettings(BaseModel):
     # list fused with the feedback weight. On by default: docs/quality.md.
     feedback_docs: int = 3
     feedback_weight: float = 0.5
-    # Qdrant server only (engine=qdrant). The embedded mode takes the same calls and ignores HNSW,
-    # quantisation, shards and payload indexes: it searches exactly.
+    # Collection settings: a server (engine=qdrant) and qdrant-edge (engine=embedded) take HNSW,
+    # quantisation and payload indexes alike; shards and replicas are the server's. Local mode
+    # (engine=local) ignores them all and searches exactly.
     qdrant_api_key: SecretStr | None = None
     qdrant_timeout_s: int = Field(10, ge=1)
     hnsw_m: int = Field(16, ge=0)  # 0 builds no graph (plain scan), Qdrant's own meaning
@@ -90,6 +103,9 @@ class VectorSettings(BaseModel):
     # Search-time HNSW beam width (>= leg_depth keeps recall at depth); 0 = the server's default.
     hnsw_ef: int = Field(128, ge=0)
     exact: bool = False  # brute-force search on the server too (debugging recall)
+    # ACORN in filtered HNSW searches (Qdrant >= 1.16; used when a filter keeps < 40% of the points):
+    # without it, a filter keeping 1/3 of the points can strand the graph walk (1 hit of 10; test_edge.py).
+    acorn: bool = True
     # Metadata fields used in filters: keyword payload indexes on meta.<field> (doc_id always has one).
     indexed_fields: list[str] = Field(default_factory=list)
     quantization: Literal["none", "int8"] = "none"  # scalar int8: 4x less vector RAM
@@ -103,6 +119,10 @@ class VectorSettings(BaseModel):
     shard_number: int = Field(1, ge=1)
     replication_factor: int = Field(1, ge=1)
     write_consistency_factor: int = Field(1, ge=1)
+    # engine=embedded (qdrant-edge, in-process): points written since the last index build that make the
+    # store build again (HNSW, segment merges, vacuum) once writes pause; until then they are searched by
+    # scan. The build stops the vector service's searches while it runs (vector/edge.py).
+    edge_index_backlog: int = Field(20_000, ge=1)
 
 
 class ExpansionSettings(BaseModel):

@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hybridsearch.v1 import common_pb2
+
+
+def chunks_by_document(chunks: list[common_pb2.Chunk]) -> dict[str, list[common_pb2.Chunk]]:
+    """A write's chunks grouped by document, in first-seen order (a document is replaced as a whole)."""
+    by_doc: dict[str, list[common_pb2.Chunk]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    return by_doc
+
 
 @dataclass
 class UpsertResult:

@@ -16,7 +16,8 @@ from hybridsearch.common.stores import UpsertResult
 from hybridsearch.common.validation import InvalidArgument, abort_invalid
 from hybridsearch.v1 import common_pb2, vector_pb2, vector_pb2_grpc
 from hybridsearch.vector.embedder import EmbeddingCache, OnnxEmbedder
-from hybridsearch.vector.store import QdrantStore
+from hybridsearch.vector.edge import EdgeStore
+from hybridsearch.vector.store import ChunkPointStore, QdrantStore
 
 
 class VectorEngine:
@@ -29,12 +30,15 @@ class VectorEngine:
         # Passages go through the on-disk cache; queries are embedded fresh (they rarely repeat verbatim).
         self.embedder = (EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite", embedder, cfg.max_seq_length)
                          if cfg.embedding_cache else embedder)
-        if cfg.engine == "embedded":
+        self.store: ChunkPointStore
+        if cfg.engine == "embedded":  # Qdrant's engine in-process: HNSW, payload indexes (vector/edge.py)
+            self.store = EdgeStore(path=settings.data_dir / "qdrant-edge", dim=self.embedder.dim, settings=cfg)
+        elif cfg.engine == "local":  # qdrant-client's local mode: exact scan in Python, for small collections
             self.store = QdrantStore(path=settings.data_dir / "qdrant", dim=self.embedder.dim, settings=cfg)
         elif cfg.engine == "qdrant":
             self.store = QdrantStore(url=cfg.qdrant_url, dim=self.embedder.dim, settings=cfg)
         else:
-            raise ValueError(f"unknown vector engine {cfg.engine!r} (embedded | qdrant)")
+            raise ValueError(f"unknown vector engine {cfg.engine!r} (embedded | local | qdrant)")
         self.feedback_weight = cfg.feedback_weight
         self.name = f"{self.store.name}+{self.embedder.name}"
 

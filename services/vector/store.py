@@ -86,31 +86,151 @@ def search_params(cfg: VectorSettings) -> models.SearchParams:
         quantization = models.QuantizationSearchParams(
             rescore=cfg.quantization_rescore, oversampling=cfg.quantization_oversampling,
         )
-    return models.SearchParams(hnsw_ef=cfg.hnsw_ef or None, exact=cfg.exact, quantization=quantization)
+    acorn = models.AcornSearchParams(enable=True) if cfg.acorn else None
+    return models.SearchParams(hnsw_ef=cfg.hnsw_ef or None, exact=cfg.exact, quantization=quantization,
+                               acorn=acorn)
 
 
-class QdrantStore:
-    """One of path (embedded, on disk), location=":memory:" (embedded, in memory) or url (server)."""
+UPSERT_BATCH = 512  # points per upsert call: bounded requests, and searches interleave with long writes
+FIRST_CHUNKS = models.Filter(must=[models.FieldCondition(key="position", match=models.MatchValue(value=0))])
+
+
+def chunk_payload(chunk: common_pb2.Chunk, chunks: int) -> dict:
+    """A chunk point's payload; `chunks` (the document's chunk count) and `content_hash` ride on every
+    chunk, so the first chunk alone tells whether a document changed and which points it has."""
+    return {
+        "chunk_id": chunk.chunk_id, "doc_id": chunk.doc_id, "position": chunk.position, "chunks": chunks,
+        "title": chunk.title, "heading": chunk.heading, "text": chunk.text, "content_hash": chunk.content_hash,
+        "meta": dict(chunk.metadata),
+    }
+
+
+def document_point_ids(heads: dict[str, dict]) -> list[str]:
+    """Every point of these documents, from their first chunks' payloads."""
+    return [point_id(d, i) for d, head in heads.items() for i in range(int(head.get("chunks", 1)))]
+
+
+class ChunkPointStore:
+    """Chunks as Qdrant points keyed by (document, position): what every Qdrant engine shares.
+
+    Subclasses supply the engine calls (`ensure_collection`, `exists`, `search`, `close`, and the
+    primitives `_payloads`, `_replace`, `_delete_points`, `_count`); replacing and deleting a document
+    are lookups by point id on every engine, never filtered scans.
+    """
+
+    name: str
+
+    def __init__(self, settings: VectorSettings | None, dim: int) -> None:
+        self.cfg = settings or get_settings().vector
+        self.dim = dim
+        self._lock = asyncio.Lock()  # one writer at a time: a document's replace is read-then-write
+
+    async def ensure_collection(self, collection: str) -> None:
+        raise NotImplementedError
+
+    async def exists(self, collection: str) -> bool:
+        raise NotImplementedError
+
+    async def _payloads(self, collection: str, ids: list[str], fields: list[str]) -> list[dict]:
+        """These fields of the points that exist (none when the collection does not)."""
+        raise NotImplementedError
+
+    async def _replace(self, collection: str, ids: list[str], vectors: np.ndarray, payloads: list[dict],
+                       stale: list[str]) -> None:
+        """Upserts these points, then deletes the stale ones (a document is never missing in between)."""
+        raise NotImplementedError
+
+    async def _delete_points(self, collection: str, ids: list[str]) -> None:
+        raise NotImplementedError
+
+    async def _count(self, collection: str, flt: models.Filter | None) -> int:
+        raise NotImplementedError
+
+    async def _details(self, collection: str) -> dict[str, str]:
+        """Engine-specific lines for stats."""
+        return {}
+
+    async def _heads(self, collection: str, doc_ids: list[str]) -> dict[str, dict]:
+        """Payload of each document's first chunk (it carries the hash and the chunk count).
+
+        Point ids derive from (document, position), so this is a lookup by id, not a filtered scan: writes
+        stay O(batch) at any collection size.
+        """
+        if not doc_ids:
+            return {}
+        payloads = await self._payloads(collection, [point_id(d, 0) for d in doc_ids],
+                                        ["doc_id", "content_hash", "chunks"])
+        return {p["doc_id"]: p for p in payloads}
+
+    async def content_hashes(self, collection: str, doc_ids: list[str]) -> dict[str, str]:
+        return {d: head["content_hash"] for d, head in (await self._heads(collection, doc_ids)).items()}
+
+    async def changed_documents(self, collection: str, chunks: list[common_pb2.Chunk]) -> tuple[list[str], int]:
+        """Documents whose stored chunks differ from these (hash or count), and how many are unchanged."""
+        await self.ensure_collection(collection)
+        wanted: dict[str, tuple[str, int]] = {}
+        for c in chunks:
+            h, n = wanted.get(c.doc_id, (c.content_hash, 0))
+            wanted[c.doc_id] = (h, n + 1)
+        heads = await self._heads(collection, list(wanted))
+        changed = [d for d, (h, n) in wanted.items()
+                   if d not in heads or heads[d]["content_hash"] != h or heads[d].get("chunks") != n]
+        return changed, len(wanted) - len(changed)
+
+    async def write(self, collection: str, chunks: list[common_pb2.Chunk], vectors: np.ndarray) -> UpsertResult:
+        """Replaces the named documents' chunks with these."""
+        counts: dict[str, int] = {}
+        for c in chunks:
+            counts[c.doc_id] = counts.get(c.doc_id, 0) + 1
+        ids = [point_id(c.doc_id, c.position) for c in chunks]
+        payloads = [chunk_payload(c, counts[c.doc_id]) for c in chunks]
+        async with self._lock:
+            await self.ensure_collection(collection)
+            old = document_point_ids(await self._heads(collection, list(counts)))
+            new = set(ids)
+            await self._replace(collection, ids, vectors, payloads, [i for i in old if i not in new])
+        return UpsertResult(documents_written=len(counts), chunks_written=len(ids))
+
+    async def delete(self, collection: str, doc_ids: list[str]) -> tuple[int, int]:
+        async with self._lock:
+            heads = await self._heads(collection, doc_ids)
+            ids = document_point_ids(heads)
+            if ids:
+                await self._delete_points(collection, ids)
+        return len(heads), len(ids)
+
+    async def stats(self, collection: str) -> EngineStats:
+        if not await self.exists(collection):
+            return EngineStats(self.name, 0, 0)
+        chunks = await self._count(collection, None)
+        docs = await self._count(collection, FIRST_CHUNKS)
+        return EngineStats(self.name, docs, chunks, {
+            "distance": "cosine", "dim": str(self.dim), "hnsw_m": str(self.cfg.hnsw_m),
+            "hnsw_ef": str(self.cfg.hnsw_ef), "quantization": self.cfg.quantization,
+            **await self._details(collection),
+        })
+
+
+class QdrantStore(ChunkPointStore):
+    """qdrant-client: path (local mode, on disk), location=":memory:" (local mode, in memory), url (server)."""
 
     def __init__(self, *, path: Path | None = None, url: str | None = None, location: str | None = None,
                  dim: int = 384, settings: VectorSettings | None = None) -> None:
-        self.cfg = settings or get_settings().vector
+        super().__init__(settings, dim)
         if path is not None:
             path.mkdir(parents=True, exist_ok=True)
             self.client = AsyncQdrantClient(path=str(path))
-            self.name = "qdrant-embedded"
+            self.name = "qdrant-local"
         elif location is not None:
             self.client = AsyncQdrantClient(location=location)
-            self.name = "qdrant-embedded"
+            self.name = "qdrant-local"
         else:
             api_key = self.cfg.qdrant_api_key.get_secret_value() if self.cfg.qdrant_api_key else None
             self.client = AsyncQdrantClient(url=url, grpc_port=self.cfg.qdrant_grpc_port, prefer_grpc=True,
                                             api_key=api_key, timeout=self.cfg.qdrant_timeout_s)
             self.name = "qdrant-server"
-        self.dim = dim
         self._search_params = search_params(self.cfg)
         self._known: set[str] = set()
-        self._lock = asyncio.Lock()  # local mode is not safe for concurrent writers
         self._ensure_lock = asyncio.Lock()  # two first writes must not both create the collection
 
     async def ensure_collection(self, collection: str) -> None:
@@ -130,69 +250,25 @@ class QdrantStore:
     async def exists(self, collection: str) -> bool:
         return collection in self._known or await self.client.collection_exists(collection)
 
-    async def _heads(self, collection: str, doc_ids: list[str]) -> dict[str, dict]:
-        """Payload of each document's first chunk (it carries the hash and the chunk count).
+    async def _payloads(self, collection: str, ids: list[str], fields: list[str]) -> list[dict]:
+        if not await self.exists(collection):
+            return []
+        return [p.payload for p in await self.client.retrieve(collection, ids=ids, with_payload=fields)]
 
-        Point ids derive from (document, position), so this is a lookup by id, not a filtered scan: writes
-        stay O(batch) in embedded mode, where filtered scans walk every point.
-        """
-        if not doc_ids or not await self.exists(collection):
-            return {}
-        points = await self.client.retrieve(
-            collection, ids=[point_id(d, 0) for d in doc_ids], with_payload=["doc_id", "content_hash", "chunks"],
-        )
-        return {p.payload["doc_id"]: p.payload for p in points}
+    async def _replace(self, collection: str, ids: list[str], vectors: np.ndarray, payloads: list[dict],
+                       stale: list[str]) -> None:
+        points = [models.PointStruct(id=i, vector=v.tolist(), payload=p)
+                  for i, v, p in zip(ids, vectors, payloads)]
+        for start in range(0, len(points), UPSERT_BATCH):
+            await self.client.upsert(collection, points[start : start + UPSERT_BATCH], wait=True)
+        if stale:
+            await self._delete_points(collection, stale)
 
-    async def content_hashes(self, collection: str, doc_ids: list[str]) -> dict[str, str]:
-        return {d: head["content_hash"] for d, head in (await self._heads(collection, doc_ids)).items()}
+    async def _delete_points(self, collection: str, ids: list[str]) -> None:
+        await self.client.delete(collection, points_selector=models.PointIdsList(points=ids), wait=True)
 
-    async def changed_documents(self, collection: str, chunks: list[common_pb2.Chunk]) -> tuple[list[str], int]:
-        """Documents whose stored chunks differ from these (hash or count), and how many are unchanged."""
-        await self.ensure_collection(collection)
-        wanted: dict[str, tuple[str, int]] = {}
-        for c in chunks:
-            h, n = wanted.get(c.doc_id, (c.content_hash, 0))
-            wanted[c.doc_id] = (h, n + 1)
-        heads = await self._heads(collection, list(wanted))
-        changed = [d for d, (h, n) in wanted.items()
-                   if d not in heads or heads[d]["content_hash"] != h or heads[d].get("chunks") != n]
-        return changed, len(wanted) - len(changed)
-
-    async def _delete_documents(self, collection: str, heads: dict[str, dict]) -> int:
-        ids = [point_id(d, i) for d, head in heads.items() for i in range(int(head.get("chunks", 1)))]
-        if ids:
-            await self.client.delete(collection, points_selector=models.PointIdsList(points=ids), wait=True)
-        return len(ids)
-
-    async def write(self, collection: str, chunks: list[common_pb2.Chunk], vectors: np.ndarray) -> UpsertResult:
-        """Replaces the named documents' chunks with these."""
-        counts: dict[str, int] = {}
-        for c in chunks:
-            counts[c.doc_id] = counts.get(c.doc_id, 0) + 1
-        async with self._lock:
-            await self.ensure_collection(collection)
-            await self._delete_documents(collection, await self._heads(collection, list(counts)))
-            points = [
-                models.PointStruct(
-                    id=point_id(c.doc_id, c.position),
-                    vector=v.tolist(),
-                    payload={
-                        "chunk_id": c.chunk_id, "doc_id": c.doc_id, "position": c.position, "chunks": counts[c.doc_id],
-                        "title": c.title, "heading": c.heading, "text": c.text, "content_hash": c.content_hash,
-                        "meta": dict(c.metadata),
-                    },
-                )
-                for c, v in zip(chunks, vectors)
-            ]
-            for start in range(0, len(points), 512):
-                await self.client.upsert(collection, points[start : start + 512], wait=True)
-        return UpsertResult(documents_written=len(counts), chunks_written=len(points))
-
-    async def delete(self, collection: str, doc_ids: list[str]) -> tuple[int, int]:
-        async with self._lock:
-            heads = await self._heads(collection, doc_ids)
-            chunks = await self._delete_documents(collection, heads)
-        return len(heads), chunks
+    async def _count(self, collection: str, flt: models.Filter | None) -> int:
+        return (await self.client.count(collection, count_filter=flt, exact=True)).count
 
     async def search(self, collection: str, vectors: np.ndarray, limit: int, filters, with_vectors: bool = False):
         """One list of ScoredPoint per query vector."""
@@ -206,17 +282,6 @@ class QdrantStore:
         ]
         responses = await self.client.query_batch_points(collection, requests)
         return [r.points for r in responses]
-
-    async def stats(self, collection: str) -> EngineStats:
-        if not await self.exists(collection):
-            return EngineStats(self.name, 0, 0)
-        chunks = (await self.client.count(collection, exact=True)).count
-        first_chunks = models.Filter(must=[models.FieldCondition(key="position", match=models.MatchValue(value=0))])
-        docs = (await self.client.count(collection, count_filter=first_chunks, exact=True)).count
-        return EngineStats(self.name, docs, chunks, {
-            "distance": "cosine", "dim": str(self.dim), "hnsw_m": str(self.cfg.hnsw_m),
-            "hnsw_ef": str(self.cfg.hnsw_ef), "quantization": self.cfg.quantization,
-        })
 
     async def close(self) -> None:
         await self.client.close()

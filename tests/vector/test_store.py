@@ -1,8 +1,10 @@
-"""The Qdrant adapter through qdrant-client's embedded modes (in memory and on disk), plus what it sends a
-Qdrant server over gRPC, recorded by a gRPC server speaking Qdrant's own protocol (qdrant-client's stubs).
+"""The chunk stores on every engine: Qdrant's own engine in-process (qdrant-edge, engine=embedded) and
+qdrant-client's local mode (in memory and on disk) run the same behaviour tests; what the adapter sends a
+Qdrant server over gRPC is recorded by a gRPC server speaking Qdrant's own protocol (qdrant-client's stubs).
 
 No Qdrant server runs on this machine: HNSW, quantisation, sharding and payload indexes are checked as
-the requests that carry them, not as server behaviour.
+the requests that carry them, not as server behaviour (tests/vector/test_edge.py checks them on the edge
+engine, which runs Qdrant's segments in-process).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from qdrant_client.grpc import collections_service_pb2_grpc, points_service_pb2_
 
 from hybridsearch.common.config import Settings, VectorSettings
 from hybridsearch.v1 import common_pb2
-from hybridsearch.vector.store import QdrantStore, collection_config, payload_indexes, search_params
+from hybridsearch.vector.edge import EdgeStore
+from hybridsearch.vector.store import ChunkPointStore, QdrantStore, collection_config, payload_indexes, search_params
 
 # store.py silences local mode's "ignored" warnings at import; pytest resets filters after collection.
 pytestmark = [
@@ -46,17 +49,30 @@ def chunks_of(doc_id: str, n: int, lang: str, content_hash: str = "h1") -> list[
                              metadata={"lang": lang}, content_hash=content_hash) for i in range(n)]
 
 
-@pytest.fixture(params=["memory", "path"])
+def open_store(engine: str, tmp_path) -> ChunkPointStore:
+    if engine == "edge":
+        return EdgeStore(path=tmp_path / "qdrant-edge", dim=DIM, settings=PRODUCTION)
+    if engine == "memory":
+        return QdrantStore(location=":memory:", dim=DIM, settings=PRODUCTION)
+    return QdrantStore(path=tmp_path / "qdrant", dim=DIM, settings=PRODUCTION)
+
+
+@pytest.fixture(params=["edge", "memory", "path"])
 async def store(request, tmp_path):
-    if request.param == "memory":
-        s = QdrantStore(location=":memory:", dim=DIM, settings=PRODUCTION)
-    else:
-        s = QdrantStore(path=tmp_path / "qdrant", dim=DIM, settings=PRODUCTION)
+    s = open_store(request.param, tmp_path)
     yield s
     await s.close()
 
 
-async def seed(store: QdrantStore) -> None:
+@pytest.fixture(params=["memory", "path"])
+async def local_store(request, tmp_path):
+    """qdrant-client's local mode only (its client is inspected)."""
+    s = open_store(request.param, tmp_path)
+    yield s
+    await s.close()
+
+
+async def seed(store: ChunkPointStore) -> None:
     # a: 2 chunks (vectors 0, 1, English); b: 1 chunk (vector 2, German); c: 1 chunk (vector 3, French)
     chunks = chunks_of("a", 2, "en") + chunks_of("b", 1, "de") + chunks_of("c", 1, "fr")
     written = await store.write("docs", chunks, np.stack([unit(0), unit(1), unit(2), unit(3)]))
@@ -126,7 +142,9 @@ async def test_store_specific_chunk_ids_keep_writes_idempotent_and_deletes_compl
     assert (await store.stats("docs")).chunks == 0
 
 
-async def test_the_collection_keeps_what_local_mode_keeps(store):
+async def test_the_collection_keeps_what_local_mode_keeps(local_store):
+    store = local_store
+    assert store.name == "qdrant-local"
     await store.ensure_collection("docs")
     info = await store.client.get_collection("docs")
     vectors = info.config.params.vectors
@@ -164,10 +182,10 @@ def test_payload_indexes_cover_doc_id_position_and_filter_fields():
 
 def test_search_params():
     params = search_params(PRODUCTION)
-    assert (params.hnsw_ef, params.exact) == (64, False)
+    assert (params.hnsw_ef, params.exact, params.acorn.enable) == (64, False, True)
     assert (params.quantization.rescore, params.quantization.oversampling) == (True, 3.0)
-    default = search_params(VectorSettings(hnsw_ef=0, exact=True))
-    assert (default.hnsw_ef, default.exact, default.quantization) == (None, True, None)
+    default = search_params(VectorSettings(hnsw_ef=0, exact=True, acorn=False))
+    assert (default.hnsw_ef, default.exact, default.quantization, default.acorn) == (None, True, None, None)
 
 
 def test_settings_from_environment_and_bad_values(monkeypatch):
@@ -250,7 +268,7 @@ async def test_server_mode_sends_the_configured_collection_and_search_params(rec
     (batch,) = [r for r in servicer.requests if isinstance(r, qgrpc.QueryBatchPoints)]
     assert len(batch.query_points) == 2
     for query in batch.query_points:
-        assert (query.params.hnsw_ef, query.params.exact) == (64, False)
+        assert (query.params.hnsw_ef, query.params.exact, query.params.acorn.enable) == (64, False, True)
         assert (query.params.quantization.rescore, query.params.quantization.oversampling) == (True, 3.0)
         assert query.filter.must[0].field.key == "meta.lang"
         assert query.limit == 5

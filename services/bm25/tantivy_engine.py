@@ -1,0 +1,264 @@
+"""Embedded BM25 on tantivy: Lucene's design (immutable segments, background merges, BM25 k1 1.2 / b 0.75).
+
+Why. The bm25s engine (`embedded.py`, `bm25.engine=bm25s`) rebuilds its whole index from SQLite on the first search
+after any write: O(N) per write, unusable past ~100k chunks under writes. Tantivy writes a new segment
+per commit and merges segments in the background (log merge policy), so a write costs O(batch), a
+search reads every live segment with the collection's global statistics, and reopening after a restart
+maps the segments back in milliseconds.
+
+Scoring. Tantivy's BM25 is Lucene's (idf = ln(1 + (N - n + 0.5) / (n + 0.5)), k1 1.2, b 0.75 fixed,
+document lengths in Lucene's one-byte field norms) times Lucene 7's (k1 + 1) factor, which is divided
+out here so scores equal Lucene 8+'s and the bm25s engine's (thresholds on raw BM25 scores, such as
+expansion's dominant-top-hit test, mean the same on every engine). Other k1/b values need
+`bm25.engine=bm25s` (config validation says so). Text is analyzed by the same `EnglishAnalyzer`
+as every other engine (stemmer + stopwords) and indexed as whitespace-separated terms, so the three
+engines agree on terms; queries are built from term queries (never a query parser: user text is never
+syntax). The optional title field adds `title_boost` x BM25(title).
+
+Writes. One `IndexWriter` per collection; a request's chunks are added and committed before it is
+acknowledged (a commit is tantivy's durable point), and the reader is reloaded, so a write is
+searchable as soon as it returns. A document's chunks are replaced together: delete-by-term on doc_id,
+then add, in one commit. Metadata is indexed as `key=value` terms (keys cannot hold '='), which
+`equals`, `any_of` and `not_equals` filters match exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from pathlib import Path
+
+import tantivy
+
+from hybridsearch.bm25.analyzer import EnglishAnalyzer
+from hybridsearch.common.chunking import indexed_text
+from hybridsearch.common.stores import EngineStats, UpsertResult, chunks_by_document
+from hybridsearch.v1 import common_pb2
+
+log = logging.getLogger(__name__)
+
+TANTIVY_K1, TANTIVY_B = 1.2, 0.75  # fixed in tantivy's Bm25Weight
+LUCENE7_FACTOR = TANTIVY_K1 + 1  # tantivy keeps the (k1 + 1) numerator Lucene 8 dropped
+WRITER_HEAP = 64_000_000  # bytes buffered before the writer flushes a segment on its own
+MAX_HITS_PER_DOC = 100_000  # a document's chunks looked up by doc_id term (far above any real chunk count)
+
+
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("body", tokenizer_name="whitespace", index_option="freq")  # analyzed title+heading+text
+    builder.add_text_field("title_terms", tokenizer_name="whitespace", index_option="freq")  # analyzed title
+    builder.add_text_field("doc_id", tokenizer_name="raw", index_option="basic")
+    builder.add_text_field("meta", tokenizer_name="raw", index_option="basic")  # key=value, one term each
+    builder.add_unsigned_field("position", indexed=True)
+    builder.add_bytes_field("payload", stored=True)  # JSON: what a hit or a write check reads back
+    return builder.build()
+
+
+def meta_term(key: str, value: str) -> str:
+    return f"{key}={value}"
+
+
+class _Collection:
+    """One tantivy index on disk, its single writer and a reader reloaded after every commit."""
+
+    def __init__(self, path: Path, analyzer: EnglishAnalyzer, title_boost: float) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        self.schema = _schema()
+        self.index = tantivy.Index(self.schema, path=str(path), reuse=True)
+        self.writer = self.index.writer(WRITER_HEAP, 1)
+        self.index.config_reader("Manual")
+        self.analyzer, self.title_boost = analyzer, title_boost
+        self.lock = threading.Lock()  # one writer; searches never take it
+
+    # --- reads ---------------------------------------------------------------------------------------
+
+    def _term(self, field: str, value) -> tantivy.Query:
+        return tantivy.Query.term_query(self.schema, field, value, index_option="basic")
+
+    def _chunks_of(self, searcher: tantivy.Searcher, doc_id: str) -> list[dict]:
+        result = searcher.search(self._term("doc_id", doc_id), MAX_HITS_PER_DOC, count=False)
+        return [json.loads(bytes(searcher.doc(addr)["payload"][0])) for _, addr in result.hits]
+
+    def _scoring(self, tokens: list[str]) -> tantivy.Query | None:
+        if not tokens:
+            return None
+        terms = [(tantivy.Occur.Should, self._term_freq("body", t)) for t in tokens]
+        if self.title_boost > 0:
+            title = tantivy.Query.boolean_query([(tantivy.Occur.Should, self._term_freq("title_terms", t))
+                                                 for t in tokens])
+            terms.append((tantivy.Occur.Should, tantivy.Query.boost_query(title, self.title_boost)))
+        return tantivy.Query.boolean_query(terms)
+
+    def _term_freq(self, field: str, value: str) -> tantivy.Query:
+        return tantivy.Query.term_query(self.schema, field, value, index_option="freq")
+
+    def _filter(self, filters) -> list[tuple]:
+        clauses = []
+        for f in filters:
+            which = f.WhichOneof("condition")
+            if which == "equals":
+                q = self._term("meta", meta_term(f.field, f.equals))
+                clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(q, 0.0)))
+            elif which == "any_of":
+                q = tantivy.Query.term_set_query(self.schema, "meta", [meta_term(f.field, v) for v in f.any_of.values])
+                clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(q, 0.0)))
+            elif which == "not_equals":
+                clauses.append((tantivy.Occur.MustNot, self._term("meta", meta_term(f.field, f.not_equals))))
+        return clauses
+
+    def search(self, queries: list[str], limit: int, filters) -> list[list[common_pb2.LegHit]]:
+        searcher = self.index.searcher()
+        restrict = self._filter(filters)
+        lists = []
+        for query in queries:
+            scoring = self._scoring(self.analyzer.analyze(query))
+            if scoring is None or limit <= 0 or searcher.num_docs == 0:
+                lists.append([])
+                continue
+            if restrict:
+                scoring = tantivy.Query.boolean_query([(tantivy.Occur.Must, scoring), *restrict])
+            result = searcher.search(scoring, limit, count=False)
+            hits = []
+            for rank, (score, addr) in enumerate(result.hits, 1):
+                p = json.loads(bytes(searcher.doc(addr)["payload"][0]))
+                hits.append(common_pb2.LegHit(chunk_id=p["chunk_id"], doc_id=p["doc_id"], score=score / LUCENE7_FACTOR,
+                                              rank=rank, title=p["title"], text=p["text"]))
+            lists.append(hits)
+        return lists
+
+    def stats(self) -> tuple[int, int]:
+        searcher = self.index.searcher()
+        first_chunks = searcher.search(self._term("position", 0), 1, count=True).count
+        return first_chunks, searcher.num_docs
+
+    def content_hashes(self, doc_ids: list[str]) -> dict[str, str]:
+        searcher = self.index.searcher()
+        out = {}
+        for doc_id in doc_ids:
+            result = searcher.search(self._term("doc_id", doc_id), 1, count=False)
+            if result.hits:
+                out[doc_id] = json.loads(bytes(searcher.doc(result.hits[0][1])["payload"][0]))["content_hash"]
+        return out
+
+    # --- writes --------------------------------------------------------------------------------------
+
+    def _document(self, c: common_pb2.Chunk) -> tantivy.Document:
+        doc = tantivy.Document()
+        doc.add_text("body", " ".join(self.analyzer.analyze(indexed_text(c.title, c.heading, c.text))))
+        doc.add_text("title_terms", " ".join(self.analyzer.analyze(c.title)))
+        doc.add_text("doc_id", c.doc_id)
+        for key, value in c.metadata.items():
+            doc.add_text("meta", meta_term(key, value))
+        doc.add_unsigned("position", c.position)
+        doc.add_bytes("payload", json.dumps({
+            "chunk_id": c.chunk_id, "doc_id": c.doc_id, "position": c.position, "title": c.title,
+            "heading": c.heading, "text": c.text, "metadata": dict(c.metadata), "content_hash": c.content_hash,
+        }).encode())
+        return doc
+
+    def _commit(self) -> None:
+        try:
+            self.writer.commit()
+        except BaseException:
+            self.writer.rollback()
+            raise
+        self.index.reload()
+
+    def upsert(self, chunks: list[common_pb2.Chunk]) -> UpsertResult:
+        by_doc = chunks_by_document(chunks)
+        result = UpsertResult()
+        with self.lock:
+            searcher = self.index.searcher()
+            for doc_id, doc_chunks in by_doc.items():
+                stored = self._chunks_of(searcher, doc_id)
+                hashes = {p["content_hash"] for p in stored}
+                if hashes == {doc_chunks[0].content_hash} and len(stored) == len(doc_chunks):
+                    result.documents_unchanged += 1
+                    continue
+                if stored:
+                    self.writer.delete_documents_by_term("doc_id", doc_id)
+                for c in doc_chunks:
+                    self.writer.add_document(self._document(c))
+                result.documents_written += 1
+                result.chunks_written += len(doc_chunks)
+            if result.documents_written:
+                self._commit()
+        return result
+
+    def delete(self, doc_ids: list[str]) -> tuple[int, int]:
+        with self.lock:
+            searcher = self.index.searcher()
+            docs = chunks = 0
+            for doc_id in doc_ids:
+                n = len(self._chunks_of(searcher, doc_id))
+                if n:
+                    self.writer.delete_documents_by_term("doc_id", doc_id)
+                    docs, chunks = docs + 1, chunks + n
+            if chunks:
+                self._commit()
+        return docs, chunks
+
+    def details(self) -> dict[str, str]:
+        return {"segments": str(self.index.searcher().num_segments)}
+
+    def close(self) -> None:
+        with self.lock:
+            self.writer.wait_merging_threads()  # the writer is unusable afterwards
+
+
+class TantivyBm25Engine:
+    """LexicalEngine on local disk: one tantivy index per collection under data_dir/bm25-tantivy/."""
+
+    name = "embedded-tantivy"
+
+    def __init__(self, root: Path, stemmer: str = "porter", stopwords: str = "en_plus", title_boost: float = 0.0) -> None:
+        self.root = root
+        self.analyzer = EnglishAnalyzer(stemmer, stopwords)
+        self.title_boost = title_boost
+        self._collections: dict[str, _Collection] = {}
+        self._open_lock = threading.Lock()
+
+    def _collection(self, name: str) -> _Collection:
+        with self._open_lock:
+            if name not in self._collections:
+                self._collections[name] = _Collection(self.root / name, self.analyzer, self.title_boost)
+            return self._collections[name]
+
+    def _exists(self, name: str) -> bool:
+        return name in self._collections or (self.root / name / "meta.json").exists()
+
+    @property
+    def description(self) -> dict[str, str]:
+        return {"k1": str(TANTIVY_K1), "b": str(TANTIVY_B), "analyzer": self.analyzer.name,
+                "title_boost": str(self.title_boost)}
+
+    async def upsert(self, collection, chunks):
+        return await asyncio.to_thread(lambda: self._collection(collection).upsert(chunks))
+
+    async def delete(self, collection, doc_ids):
+        if not self._exists(collection):
+            return 0, 0
+        return await asyncio.to_thread(lambda: self._collection(collection).delete(doc_ids))
+
+    async def search(self, collection, queries, limit, filters):
+        if not self._exists(collection):
+            return [[] for _ in queries]
+        return await asyncio.to_thread(lambda: self._collection(collection).search(queries, limit, filters))
+
+    async def stats(self, collection):
+        docs, chunks, details = 0, 0, {}
+        if self._exists(collection):
+            c = await asyncio.to_thread(self._collection, collection)
+            (docs, chunks), details = await asyncio.to_thread(c.stats), c.details()
+        return EngineStats(self.name, docs, chunks, {**self.description, **details})
+
+    async def content_hashes(self, collection, doc_ids):
+        if not self._exists(collection):
+            return {}
+        return await asyncio.to_thread(lambda: self._collection(collection).content_hashes(doc_ids))
+
+    async def close(self):
+        for c in self._collections.values():
+            await asyncio.to_thread(c.close)

@@ -1,0 +1,269 @@
+"""One `hybridsearch loadtest` command: its plan, its runs in order, and the report they add up to.
+
+Modes: `open` (one open-loop run per scenario), `closed` (one closed-loop run per scenario), `ramp`
+(the knee finder per scenario) and `mixed` (per scenario, the same open-loop query load first alone,
+then beside a writer upserting documents at `write_rate` docs/s; the writer has its own figures and
+deletes what it wrote afterwards unless asked to keep it). Ctrl-C stops scheduling at once; what was
+measured so far is summarised and reported (a second Ctrl-C aborts without a report).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import signal
+import statistics
+import sys
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import grpc
+
+from hybridsearch.common.iterables import batched
+from hybridsearch.perf.load.arrivals import ARRIVALS, schedule
+from hybridsearch.perf.load.bounds import (MAX_CHANNELS, MAX_REQUESTS, MAX_TOTAL_S, LoadBoundsError, check_loopback,
+                                           check_run, outstanding_cap)
+from hybridsearch.perf.load.calls import ChannelPool, SearchCall, UpsertCall
+from hybridsearch.perf.load.drivers import Call, closed_loop, open_loop
+from hybridsearch.perf.load.memory import RssSampler
+from hybridsearch.perf.load.ramp import default_steps, run_ramp
+from hybridsearch.perf.load.recorder import Recorder
+from hybridsearch.perf.load.scenarios import SCENARIOS, search_requests
+from hybridsearch.perf.load.writer import corpus_documents, delete_written, synthetic_documents
+
+MODES = ("open", "closed", "ramp", "mixed")
+COMPARED = ("p50", "p90", "p99", "p99.9")
+
+
+@dataclass
+class LoadPlan:
+    """Everything a command was asked to do (the JSON report's `parameters`, queries aside)."""
+
+    mode: str
+    address: str
+    collection: str
+    queries: list[str]
+    scenarios: list[str] = field(default_factory=lambda: ["fast"])
+    rate: float = 20.0
+    arrivals: str = "poisson"
+    duration_s: float = 10.0
+    workers: int = 4
+    steps: list[float] = field(default_factory=default_steps)
+    step_s: float = 10.0
+    p99_limit_ms: float = 100.0
+    max_error_rate: float = 0.01
+    patience: int = 2
+    write_rate: float = 5.0
+    write_batch: int = 1
+    write_corpus: Path | None = None
+    keep_written: bool = False
+    write_deadline_s: float = 10.0
+    top_k: int = 10
+    deadline_s: float = 2.0
+    channels: int = 4
+    max_outstanding: int | None = None
+    stage_timings: bool = False
+    warmup: int = 5
+    seed: int = 0
+    rss_pids: dict[str, int] = field(default_factory=dict)
+
+    def planned_s(self) -> float:
+        """Scheduled seconds of the whole command (drains and warm-ups aside)."""
+        per_scenario = {"open": self.duration_s, "closed": self.duration_s, "mixed": 2 * self.duration_s,
+                        "ramp": len(self.steps) * self.step_s}[self.mode]
+        return per_scenario * len(self.scenarios)
+
+    def check(self) -> None:
+        """Raises LoadBoundsError (or ValueError) when the plan targets anything but loopback or is too big."""
+        if self.mode not in MODES:
+            raise ValueError(f"unknown mode {self.mode!r}: choose from {', '.join(MODES)}")
+        if self.arrivals not in ARRIVALS:
+            raise ValueError(f"unknown arrivals {self.arrivals!r}: choose from {', '.join(ARRIVALS)}")
+        if unknown := [s for s in self.scenarios if s not in SCENARIOS]:
+            raise ValueError(f"unknown scenarios {unknown}")
+        check_loopback(self.address)
+        if self.mode == "ramp":
+            for rate in self.steps:
+                check_run(self.step_s, rate)
+        else:
+            check_run(self.duration_s, self.rate, self.workers)
+        if self.mode == "mixed":
+            check_run(self.duration_s, self.write_rate / self.write_batch)
+        if not 1 <= self.channels <= MAX_CHANNELS or not 1 <= self.write_batch <= 1000 or self.deadline_s <= 0:
+            raise LoadBoundsError("channels 1-64, write batch 1-1000 and a positive deadline")
+        if self.planned_s() > MAX_TOTAL_S:
+            raise LoadBoundsError(f"the command would run {self.planned_s():.0f} s; the limit is {MAX_TOTAL_S:.0f} s")
+
+    def parameters(self) -> dict:
+        params = asdict(self)
+        params["queries"] = len(self.queries)
+        params["write_corpus"] = str(self.write_corpus) if self.write_corpus else None
+        return params
+
+
+class Session:
+    """Runs a plan's runs one after another on one event loop and keeps every figure."""
+
+    def __init__(self, plan: LoadPlan, pool: ChannelPool, stop: asyncio.Event, origin: float) -> None:
+        self.plan = plan
+        self.pool = pool
+        self.stop = stop
+        self.origin = origin
+        self.runs: list[dict] = []
+        self.ramps: dict[str, dict] = {}
+        self.mixed: dict[str, dict] = {}
+        self.stages: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+
+    def _recorder(self, name: str, deadline_s: float | None = None) -> Recorder:
+        loop = asyncio.get_running_loop()
+        return Recorder(name, loop.time(), deadline_s or self.plan.deadline_s, self.origin)
+
+    def _keep(self, summary: dict, scenario: str, kind: str, recorder: Recorder | None = None) -> dict:
+        summary.update(scenario=scenario, kind=kind)
+        self.runs.append(summary)
+        if recorder is not None:
+            for stage, values in recorder.stages.items():
+                self.stages[scenario][stage].extend(values)
+        return summary
+
+    async def _open(self, recorder: Recorder, call: Call, rate: float, duration_s: float, seed: int) -> dict:
+        offsets = schedule(rate, duration_s, self.plan.arrivals, seed, MAX_REQUESTS)
+        ended = await open_loop(call, offsets, recorder, outstanding_cap(rate, self.plan.max_outstanding), self.stop,
+                                drain_s=recorder.deadline_s + 1.0)
+        return recorder.summary(duration_s, ended, rate)
+
+    async def _warm(self, call: Call) -> None:
+        for _ in range(self.plan.warmup):
+            if self.stop.is_set():
+                return
+            await call()
+
+    def _search(self, scenario: str) -> SearchCall:
+        plan = self.plan
+        requests = search_requests(scenario, plan.queries, plan.collection, plan.top_k, plan.stage_timings)
+        return SearchCall(self.pool, requests, plan.deadline_s)
+
+    async def open_run(self, scenario: str, call: SearchCall) -> None:
+        recorder = self._recorder(scenario)
+        summary = await self._open(recorder, call, self.plan.rate, self.plan.duration_s, self.plan.seed)
+        self._keep(summary, scenario, "open", recorder)
+
+    async def closed_run(self, scenario: str, call: SearchCall) -> None:
+        recorder = self._recorder(scenario)
+        ended = await closed_loop(call, self.plan.workers, self.plan.duration_s, recorder, self.stop,
+                                  drain_s=self.plan.deadline_s + 1.0)
+        self._keep(recorder.summary(self.plan.duration_s, ended), scenario, "closed", recorder)
+
+    async def ramp(self, scenario: str, call: SearchCall) -> None:
+        plan = self.plan
+
+        async def step(qps: float) -> dict:
+            recorder = self._recorder(f"{scenario} @ {qps:g} QPS")
+            summary = await self._open(recorder, call, qps, plan.step_s, plan.seed + len(self.runs))
+            return self._keep(summary, scenario, "ramp-step", recorder)
+
+        self.ramps[scenario] = await run_ramp(step, plan.steps, plan.p99_limit_ms, plan.max_error_rate, plan.patience,
+                                              self.stop)
+
+    def _writer(self) -> UpsertCall:
+        plan = self.plan
+        prefix = f"loadtest-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S}-{len(self.runs)}"
+        documents = (corpus_documents(plan.write_corpus, prefix) if plan.write_corpus
+                     else synthetic_documents(plan.queries, prefix, plan.seed))
+        return UpsertCall(self.pool, plan.collection, batched(documents, plan.write_batch), plan.write_deadline_s)
+
+    async def mixed_run(self, scenario: str, call: SearchCall) -> None:
+        plan = self.plan
+        alone = self._recorder(f"{scenario} (no writes)")
+        without = self._keep(await self._open(alone, call, plan.rate, plan.duration_s, plan.seed),
+                             scenario, "no-writes", alone)
+        if self.stop.is_set():
+            return
+        writer = self._writer()
+        queries, writes = self._recorder(f"{scenario} (+writes)"), self._recorder(f"{scenario} writes", plan.write_deadline_s)
+        with_, written = await asyncio.gather(
+            self._open(queries, call, plan.rate, plan.duration_s, plan.seed),
+            self._open(writes, writer, plan.write_rate / plan.write_batch, plan.duration_s, plan.seed + 1))
+        self._keep(with_, scenario, "with-writes", queries)
+        self._keep(written, scenario, "writes")
+        self.mixed[scenario] = {"without_writes": without["name"], "with_writes": with_["name"],
+                                "writes": written["name"], "write_docs_per_s": plan.write_rate,
+                                "comparison": compare(without, with_), **await self._clean(writer)}
+
+    async def _clean(self, writer: UpsertCall) -> dict:
+        if self.plan.keep_written or not writer.sent_ids:
+            return {"documents_sent": len(writer.sent_ids), "documents_deleted": 0}
+        try:
+            deleted = await delete_written(self.pool, self.plan.collection, writer.sent_ids)
+        except grpc.aio.AioRpcError as err:
+            return {"documents_sent": len(writer.sent_ids), "cleanup_error": err.code().name}
+        return {"documents_sent": len(writer.sent_ids), "documents_deleted": deleted}
+
+    async def run_all(self) -> None:
+        runner = {"open": self.open_run, "closed": self.closed_run, "ramp": self.ramp, "mixed": self.mixed_run}
+        for scenario in self.plan.scenarios:
+            if self.stop.is_set():
+                return
+            call = self._search(scenario)
+            await self._warm(call)
+            await runner[self.plan.mode](scenario, call)
+
+    def results(self) -> dict:
+        stages = {scenario: {stage: round(statistics.median(v), 3) for stage, v in per.items()}
+                  for scenario, per in self.stages.items()}
+        return {"runs": self.runs, "ramps": self.ramps, "mixed": self.mixed, "stages_median_ms": stages}
+
+
+def compare(without: dict, with_: dict) -> dict:
+    """Query latency, errors and goodput without and with the writer."""
+    rows = {f"{p}_ms": (without["latency_ms"][p], with_["latency_ms"][p]) for p in COMPARED}
+    rows.update({key: (without[key], with_[key]) for key in ("error_rate", "goodput_qps", "degraded")})
+    return {key: {"without": a, "with": b, "change": None if a is None or b is None else round(b - a, 5)}
+            for key, (a, b) in rows.items()}
+
+
+def _on_interrupt(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> bool:
+    """First Ctrl-C: stop and report; a second one aborts. False where signals cannot be handled here."""
+    def interrupt() -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, interrupt)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals
+        return False
+    return True
+
+
+async def _execute(plan: LoadPlan) -> dict:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    handled = _on_interrupt(loop, stop)
+    started = dt.datetime.now(dt.timezone.utc)
+    origin = loop.time()
+    pool = ChannelPool(plan.address, plan.channels)
+    sampler = RssSampler(plan.rss_pids, origin) if plan.rss_pids else None
+    finished = asyncio.Event()
+    sampling = asyncio.create_task(sampler.run(finished)) if sampler else None
+    session = Session(plan, pool, stop, origin)
+    try:
+        await session.run_all()
+    finally:
+        finished.set()
+        if sampling:
+            await sampling
+        await pool.close()
+        if handled:
+            loop.remove_signal_handler(signal.SIGINT)
+    return {"command": list(sys.argv), "started_at": started.isoformat(timespec="seconds"), "mode": plan.mode,
+            "address": plan.address, "collection": plan.collection, "parameters": plan.parameters(),
+            "interrupted": stop.is_set(), "elapsed_s": round(loop.time() - origin, 3), **session.results(),
+            "rss": sampler.report() if sampler else None}
+
+
+def execute(plan: LoadPlan) -> dict:
+    """Runs the plan on a fresh event loop and returns the report (JSON-ready)."""
+    plan.check()
+    return asyncio.run(_execute(plan))

@@ -1,0 +1,77 @@
+"""The stack's processes as /proc sees them: which pid serves what, CPU seconds and resident memory.
+
+Used to turn a load run into per-request CPU cost per service (the sizing table of
+docs/performance.md) and to sample memory over a run. Linux only; a process that exits mid-run simply
+stops being counted.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+SERVICES = ("gateway", "bm25", "vector", "expansion", "fusion")
+
+
+def stack_processes(proc: Path = Path("/proc")) -> dict[str, int]:
+    """name -> pid of every running service (`hybridsearch serve <name>` children), Triton and Redis."""
+    found: dict[str, int] = {}
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        args = [a.decode(errors="replace") for a in argv if a]
+        name = _service_of(args)
+        if name and name not in found:
+            found[name] = int(entry.name)
+    return found
+
+
+def _service_of(args: list[str]) -> str | None:
+    if "serve" in args:
+        i = args.index("serve")
+        if i + 1 < len(args) and args[i + 1] in SERVICES and any("hybridsearch" in a for a in args[:i]):
+            return args[i + 1]
+    if args and args[0].endswith("tritonserver"):
+        return "triton"
+    if args and "triton_python_backend_stub" in args[0]:
+        return "triton-python"
+    if args and os.path.basename(args[0].split()[0]) == "redis-server":  # redis rewrites its title
+        return "redis"
+    return None
+
+
+@dataclass(frozen=True)
+class Usage:
+    cpu_s: float
+    rss_bytes: int
+
+
+def usage(pid: int, proc: Path = Path("/proc")) -> Usage | None:
+    """CPU seconds (user + system, all threads) and resident bytes; None when the process is gone."""
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+        statm = (proc / str(pid) / "statm").read_text().split()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()  # the command name may contain spaces
+    utime, stime = int(fields[11]), int(fields[12])
+    return Usage((utime + stime) / CLOCK_TICKS, int(statm[1]) * PAGE_BYTES)
+
+
+def snapshot(pids: dict[str, int]) -> dict[str, Usage]:
+    return {name: u for name, pid in pids.items() if (u := usage(pid)) is not None}
+
+
+def cpu_ms_per_request(before: dict[str, Usage], after: dict[str, Usage], requests: int) -> dict[str, float]:
+    """CPU milliseconds each process spent per request between two snapshots."""
+    if requests <= 0:
+        return {}
+    return {name: round((after[name].cpu_s - before[name].cpu_s) * 1000 / requests, 3)
+            for name in before if name in after}

@@ -1,0 +1,89 @@
+"""A stopped stack's stores, probed in-process: reopen time, ANN recall@10 against exact search, sizes.
+
+Run with the services stopped (each engine holds its data dir's writer lock):
+
+    hybridsearch store-probe -c scale-100000 --queries-from ../shared/datasets/scifact
+
+- reopen: the time from nothing to a first answered search, for the vector store (qdrant-edge shard
+  load) and the BM25 store (tantivy index open), each in a fresh engine object;
+- ANN recall@10: the vector store's HNSW answer (the served search parameters) against the same
+  shard's exact scan, on real query embeddings, at the leg's own depth as well as at 10;
+- the processes' peak RSS after opening (this probe's own, not the services').
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import time
+from pathlib import Path
+
+import numpy as np
+import qdrant_edge as qe
+
+from hybridsearch.bm25.service import build_engine
+from hybridsearch.common.config import Settings
+from hybridsearch.vector.edge import EdgeStore
+from hybridsearch.vector.embedder import OnnxEmbedder
+
+
+def recall(found: list[list[str]], exact: list[list[str]], k: int) -> float:
+    """Mean share of each exact top k found among the first k results."""
+    return float(np.mean([len(set(f[:k]) & set(e[:k])) / k for f, e in zip(found, exact)])) if exact else 0.0
+
+
+async def probe(settings: Settings, collection: str, queries: list[str], depth: int = 100) -> dict:
+    cfg = settings.vector
+    embedder = OnnxEmbedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size)
+    vectors = embedder.embed(queries)
+    out: dict = {"collection": collection, "queries": len(queries)}
+
+    started = time.perf_counter()
+    store = EdgeStore(path=settings.data_dir / "qdrant-edge", dim=embedder.dim, settings=cfg, quiet_s=3600)
+    first = await store.search(collection, vectors[:1], 10, [])
+    out["vector_reopen_s"] = round(time.perf_counter() - started, 3)
+    if not first[0]:
+        raise RuntimeError(f"vector collection {collection!r} is empty or missing under {settings.data_dir}")
+    shard = await store._shard(collection)
+    info = shard.info()
+    out["vector_points"], out["vector_indexed"], out["vector_segments"] = (
+        info.points_count, info.indexed_vectors_count, info.segments_count)
+
+    def ids(params: qe.SearchParams, k: int) -> tuple[list[list[str]], list[float]]:
+        lists, times = [], []
+        for v in vectors:
+            t = time.perf_counter()
+            (hits,) = shard.query_batch(qe.QueryBatchRequest([qe.QueryRequest(
+                limit=k, query=qe.Query.Nearest(v.tolist()), params=params, with_payload=False, with_vector=False)]))
+            times.append((time.perf_counter() - t) * 1000)
+            lists.append([str(h.id) for h in hits])
+        return lists, times
+
+    served = store._search_params
+    exact_params = qe.SearchParams(hnsw_ef=served.hnsw_ef, exact=True)
+    for k in sorted({10, depth}):
+        ann, ann_ms = ids(served, k)
+        exact, exact_ms = ids(exact_params, k)
+        out[f"ann_recall@{k}"] = round(recall(ann, exact, k), 4)
+        out[f"ann_p50_ms@{k}"], out[f"exact_p50_ms@{k}"] = (round(float(np.median(ann_ms)), 2),
+                                                           round(float(np.median(exact_ms)), 2))
+    await store.close()
+
+    started = time.perf_counter()
+    bm25 = build_engine(settings)
+    await bm25.search(collection, queries[:1], 10, [])
+    out["bm25_reopen_s"] = round(time.perf_counter() - started, 3)
+    out["bm25_chunks"] = (await bm25.stats(collection)).chunks
+    await bm25.close()
+    out["vector_disk_mib"] = data_size_mib(settings.data_dir / "qdrant-edge" / collection)
+    out["bm25_disk_mib"] = data_size_mib(settings.data_dir / "bm25-tantivy" / collection)
+    out["probe_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return out
+
+
+def run_probe(settings: Settings, collection: str, queries: list[str], depth: int = 100) -> dict:
+    return asyncio.run(probe(settings, collection, queries, depth))
+
+
+def data_size_mib(path: Path) -> float:
+    return round(sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20, 1) if path.exists() else 0.0
