@@ -40,7 +40,8 @@ def configure_logging() -> None:
 def create_server(name: str = "") -> grpc.aio.Server:
     # Tracing first: the metrics interceptor then runs inside the server span.
     interceptors = [*grpc_server_interceptors(), RpcMetricsInterceptor(name)]
-    return grpc.aio.server(interceptors=interceptors, options=CHANNEL_OPTIONS,
+    # No SO_REUSEPORT: a second server on a taken port must fail to start, not silently share its traffic.
+    return grpc.aio.server(interceptors=interceptors, options=[*CHANNEL_OPTIONS, ("grpc.so_reuseport", 0)],
                            maximum_concurrent_rpcs=get_settings().admission.max_concurrent_rpcs)
 
 

@@ -284,8 +284,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             # One ranked list: fusion would only collapse chunks and scale scores, which the same library
             # does here in microseconds; a hop to the fusion service would cost more than the answer.
             return fuse_proto(trace.lists, plan.fusion, limit, with_text=False)
-        request = fusion_pb2.FuseRequest(lists=trace.lists, config=params_to_proto(plan.fusion), limit=limit,
-                                         omit_text=True)
+        request = fusion_pb2.FuseRequest(lists=[_ranks_only(rl) for rl in trace.lists],
+                                         config=params_to_proto(plan.fusion), limit=limit, omit_text=True)
         try:
             with self.tracer.start_as_current_span("gateway.fusion"):
                 return list((await self.backends.fusion.Fuse(request, timeout=deadline.left())).hits)
@@ -404,3 +404,12 @@ def snippet(query: str, text: str, width: int = SNIPPET_CHARS) -> str:
     start = max(0, min(positions) - width // 4) if positions else 0
     start = text.rfind(" ", 0, start) + 1 if start else 0
     return ("…" if start else "") + text[start : start + width].rstrip() + "…"
+
+
+def _ranks_only(ranked: common_pb2.RankedList) -> common_pb2.RankedList:
+    """The list as fusion reads it: ids, scores and ranks. The gateway keeps the texts, so they need not
+    travel to the fusion service (BALANCED's lists carry ~1 MB of passages: 7 ms of the hop on SciFact)."""
+    return common_pb2.RankedList(
+        leg=ranked.leg, kind=ranked.kind, query=ranked.query, weight=ranked.weight,
+        hits=[common_pb2.LegHit(chunk_id=h.chunk_id, doc_id=h.doc_id, score=h.score, rank=h.rank) for h in ranked.hits],
+    )

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import bm25s
 import numpy as np
+from threadpoolctl import threadpool_limits
 import Stemmer
 
 from hybridsearch.common.chunking import indexed_text
@@ -57,7 +58,13 @@ class LibraryBaseline:
     @classmethod
     def build(cls, documents: list[BaselineDocument], cache_path: Path, embedder_name: str = "minilm-fp32",
               max_seq_length: int = 256) -> LibraryBaseline:
-        """Query embedder on one thread; document vectors through the shared on-disk cache."""
+        """Query embedder on one thread; document vectors through the shared on-disk cache.
+
+        BLAS is limited to one thread for the whole process: OpenBLAS otherwise runs the cosine product on
+        every core and its threads busy-wait after it, taking the cores from the services measured next
+        (it made the gateway's own time 8 ms longer in the interleaved BALANCED column on SciFact).
+        """
+        threadpool_limits(1, user_api="blas")
         embedder = OnnxEmbedder(embedder_name, max_seq_length, threads=1)
         cached = EmbeddingCache(cache_path, OnnxEmbedder(embedder_name, max_seq_length), max_seq_length)
         return cls(documents, cached.embed([d.indexed for d in documents]), embedder)

@@ -97,26 +97,24 @@ class OnnxEmbedder:
 
 
 class QueryEncoder:
-    """Query embeddings under load and alone: a query that arrives alone gets an onnxruntime session
-    with every core (lowest latency); queries that overlap get single-thread sessions side by side
-    (on 2 cores two one-thread runs do ~30% more queries a second than two runs fighting over two
-    threads each, docs/performance.md). A bounded pool of threads, one per core."""
+    """Query embeddings: single-thread onnxruntime runs, as many side by side as there are cores.
 
-    def __init__(self, name: str, max_seq_length: int, cores: int = 0) -> None:
-        self.cores = cores or min(4, os.cpu_count() or 1)
-        self.wide = OnnxEmbedder(name, max_seq_length, threads=self.cores)
-        self.narrow = OnnxEmbedder(name, max_seq_length, threads=1) if self.cores > 1 else self.wide
-        self.name, self.dim = name, self.wide.dim
-        self.busy = 0
-        self._pool = ThreadPoolExecutor(max_workers=self.cores, thread_name_prefix="query-embed")
+    Measured on 2 cores with MiniLM on SciFact queries (docs/performance.md): one thread takes 6.3 ms
+    and 6.8 ms of CPU a query; two spinning threads take 3.8 ms but 13.3 ms of CPU (and spin on after
+    the run, taking the core from the BM25 leg and the gateway); two threads without spinning take 6.1 ms
+    for 10.7 ms of CPU. Under load the one-thread runs answer ~30% more queries on the same cores, and
+    alone they cost 2.5 ms. The pool is bounded (one thread per core): queued queries wait in it, not
+    in onnxruntime.
+    """
+
+    def __init__(self, name: str, max_seq_length: int) -> None:
+        self.session = OnnxEmbedder(name, max_seq_length, threads=1)
+        self.name, self.dim = name, self.session.dim
+        self._pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)),
+                                        thread_name_prefix="query-embed")
 
     async def embed(self, texts: list[str]) -> np.ndarray:
-        session = self.wide if self.busy == 0 else self.narrow
-        self.busy += 1
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._pool, session.embed, texts)
-        finally:
-            self.busy -= 1
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self.session.embed, texts)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)

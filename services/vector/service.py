@@ -15,7 +15,7 @@ from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_sea
 from hybridsearch.common.stores import UpsertResult
 from hybridsearch.common.validation import InvalidArgument, abort_invalid
 from hybridsearch.v1 import common_pb2, vector_pb2, vector_pb2_grpc
-from hybridsearch.vector.embedder import EmbeddingCache, OnnxEmbedder
+from hybridsearch.vector.embedder import EmbeddingCache, OnnxEmbedder, QueryEncoder
 from hybridsearch.vector.edge import EdgeStore
 from hybridsearch.vector.store import ChunkPointStore, QdrantStore
 
@@ -26,7 +26,7 @@ class VectorEngine:
     def __init__(self, settings: Settings) -> None:
         cfg = settings.vector
         embedder = OnnxEmbedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size)
-        self.query_embedder = embedder
+        self.query_encoder = QueryEncoder(cfg.embedder, cfg.max_seq_length)
         # Passages go through the on-disk cache; queries are embedded fresh (they rarely repeat verbatim).
         self.embedder = (EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite", embedder, cfg.max_seq_length)
                          if cfg.embedding_cache else embedder)
@@ -43,8 +43,9 @@ class VectorEngine:
         self.name = f"{self.store.name}+{self.embedder.name}"
 
     async def embed(self, texts: list[str], passages: bool = True) -> np.ndarray:
-        embedder = self.embedder if passages else self.query_embedder
-        return await asyncio.to_thread(embedder.embed, texts)
+        if not passages:
+            return await self.query_encoder.embed(texts)
+        return await asyncio.to_thread(self.embedder.embed, texts)
 
     async def upsert(self, collection: str, chunks: list[common_pb2.Chunk]) -> UpsertResult:
         changed, unchanged = await self.store.changed_documents(collection, chunks)
@@ -101,6 +102,7 @@ class VectorEngine:
         )
 
     async def close(self):
+        self.query_encoder.close()
         await self.store.close()
 
 

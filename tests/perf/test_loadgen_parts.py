@@ -182,6 +182,7 @@ async def test_plots_and_report_from_synthetic_runs(tmp_path):
         return summary
 
     ramp = await run_ramp(step, [10, 20, 40, 80, 160], 100.0, 0.2, 2, asyncio.Event())
+    runs[0]["cpu_ms_per_request"] = {"gateway": 3.5, "vector": 12.25}
     assert ramp["knee_qps"] == 80 and len(ramp["table"]) == 5 and ramp["stopped_because"] == "every step ran"
     writes = _fake_run("fast writes", "writes", 4.0, 30).summary(2.0, 6.0, 5.0)
     writes.update(scenario="fast", kind="writes")
@@ -202,3 +203,5 @@ async def test_plots_and_report_from_synthetic_runs(tmp_path):
     out = io.StringIO()
     print_summary(report, Console(file=out, width=200))
     assert "knee 80" in out.getvalue() and "RESOURCE_EXHAUSTED:4" in out.getvalue()
+    cpu_row = next(line for line in out.getvalue().splitlines() if "fast @ 10 QPS" in line and "12.2" in line)
+    assert "3.5" in cpu_row and "15.8" in cpu_row  # per process, and their total

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from hybridsearch.common.config import Settings
-from hybridsearch.vector.embedder import EmbeddingCache, OnnxEmbedder, encoder_source
+from hybridsearch.vector.embedder import EmbeddingCache, OnnxEmbedder, QueryEncoder, encoder_source
 
 TEXTS = [
     "Aspirin lowers the risk of a first myocardial infarction in adults with diabetes: a randomised trial.",
@@ -64,3 +64,15 @@ def test_unknown_embedder_is_refused():
 def test_settings_refuse_an_unknown_embedder():
     with pytest.raises(ValidationError, match="mpnet-fp32"):
         Settings(vector={"embedder": "e5-large"})
+
+
+async def test_query_encoder_runs_queries_side_by_side_with_the_same_vectors():
+    import asyncio
+
+    encoder = QueryEncoder("minilm-fp32", 128)
+    reference = OnnxEmbedder("minilm-fp32", max_seq_length=128)
+    try:
+        together = await asyncio.gather(*(encoder.embed([t]) for t in TEXTS))
+    finally:
+        encoder.close()
+    np.testing.assert_allclose(np.vstack(together), reference.embed(TEXTS), atol=1e-5)

@@ -79,6 +79,19 @@ def stages_table(stages: dict[str, dict[str, float]]) -> Table:
     return table
 
 
+def cpu_table(runs: list[dict]) -> Table:
+    """CPU milliseconds each sampled process spent per answered request, per run (--rss / --pids)."""
+    names = list(dict.fromkeys(n for run in runs for n in run.get("cpu_ms_per_request", {})))
+    table = Table(title="CPU ms per answered request, per process")
+    table.add_column("run")
+    for name in [*names, "total"]:
+        table.add_column(name, justify="right")
+    for run in runs:
+        if cpu := run.get("cpu_ms_per_request"):
+            table.add_row(run["name"], *(_ms(cpu.get(n)) for n in names), _ms(sum(cpu.values())))
+    return table
+
+
 def print_summary(report: dict, console: Console) -> None:
     if report["runs"]:
         console.print(runs_table(report["runs"]))
@@ -89,6 +102,8 @@ def print_summary(report: dict, console: Console) -> None:
     for run in report["runs"]:
         if run["failed_legs"]:
             console.print(f"{run['name']}: failed legs {run['failed_legs']}")
+    if any(run.get("cpu_ms_per_request") for run in report["runs"]):
+        console.print(cpu_table(report["runs"]))
     if any(report["stages_median_ms"].values()):
         console.print(stages_table(report["stages_median_ms"]))
     if report["interrupted"]:

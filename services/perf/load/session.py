@@ -31,6 +31,7 @@ from hybridsearch.perf.load.ramp import default_steps, run_ramp
 from hybridsearch.perf.load.recorder import Recorder
 from hybridsearch.perf.load.scenarios import SCENARIOS, search_requests
 from hybridsearch.perf.load.writer import corpus_documents, delete_written, synthetic_documents
+from hybridsearch.perf.procs import cpu_ms_per_request, snapshot
 
 MODES = ("open", "closed", "ramp", "mixed")
 COMPARED = ("p50", "p90", "p99", "p99.9")
@@ -114,13 +115,20 @@ class Session:
         self.ramps: dict[str, dict] = {}
         self.mixed: dict[str, dict] = {}
         self.stages: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        self.cpu_before: dict[str, dict] = {}
 
     def _recorder(self, name: str, deadline_s: float | None = None) -> Recorder:
         loop = asyncio.get_running_loop()
+        if self.plan.rss_pids:  # CPU seconds of each sampled process from here to the run's _keep
+            self.cpu_before[name] = snapshot(self.plan.rss_pids)
         return Recorder(name, loop.time(), deadline_s or self.plan.deadline_s, self.origin)
 
     def _keep(self, summary: dict, scenario: str, kind: str, recorder: Recorder | None = None) -> dict:
         summary.update(scenario=scenario, kind=kind)
+        if (before := self.cpu_before.pop(summary["name"], None)) is not None:
+            # Per answered request; a run beside another (queries while writing) shares the processes' CPU.
+            summary["cpu_ms_per_request"] = cpu_ms_per_request(before, snapshot(self.plan.rss_pids),
+                                                                summary["completed"])
         self.runs.append(summary)
         if recorder is not None:
             for stage, values in recorder.stages.items():
