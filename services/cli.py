@@ -80,11 +80,14 @@ def index(
     """Index documents through the gateway (chunk, embed, write to both stores)."""
     documents, count = _read(path)
     client = _gateway()
+    started = time.perf_counter()
     with _progress() as progress:
         task = progress.add_task(f"indexing into {collection}", total=count)
         total = client.index(collection, documents, batch_size, on_batch=lambda part: progress.advance(task, part.documents_received))
+    seconds = time.perf_counter() - started
     console.print(f"{total.documents_received} documents: {total.documents_written} written, "
-                  f"{total.documents_unchanged} unchanged, {total.chunks_written} chunks")
+                  f"{total.documents_unchanged} unchanged, {total.chunks_written} chunks "
+                  f"in {seconds:.1f} s ({total.documents_received / max(seconds, 1e-9):.0f} documents/s)")
 
 
 def _read(path: Path):
