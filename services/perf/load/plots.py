@@ -84,13 +84,14 @@ def latency_over_time(runs: list[dict], path: Path) -> Path:
         bottom.bar(t, [row["errors"] for row in rows], width=0.9, color=color, alpha=0.8)
         bottom.bar(t, [row["dropped"] for row in rows], width=0.9, bottom=[row["errors"] for row in rows],
                    color=color, alpha=0.3, hatch="//")
-    for run in (r for r in runs if r["kind"] == "writes"):
+    writes = [r for r in runs if r["kind"] == "writes"]
+    for run in writes:
         for ax in (top, bottom):
             ax.axvspan(run["start_offset_s"], run["start_offset_s"] + run["window_s"], color="grey", alpha=0.12)
     top.set_yscale("log")
     top.set_ylabel("per-second latency (ms)")
     top.legend(fontsize=7, loc="upper left")
-    top.set_title("latency over time (grey: writer on)")
+    top.set_title("latency over time" + (" (grey: writer on)" if writes else ""))
     bottom.set_ylabel("errors / drops per s")
     bottom.set_xlabel("seconds since the command started")
     return _save(fig, path)
