@@ -77,6 +77,9 @@ class _Collection:
     def _term(self, field: str, value) -> tantivy.Query:
         return tantivy.Query.term_query(self.schema, field, value, index_option="basic")
 
+    def _chunk_count(self, searcher: tantivy.Searcher, doc_id: str) -> int:
+        return searcher.search(self._term("doc_id", doc_id), 1, count=True).count
+
     def _chunks_of(self, searcher: tantivy.Searcher, doc_id: str) -> list[dict]:
         result = searcher.search(self._term("doc_id", doc_id), MAX_HITS_PER_DOC, count=False)
         return [json.loads(bytes(searcher.doc(addr)["payload"][0])) for _, addr in result.hits]
@@ -128,10 +131,11 @@ class _Collection:
             lists.append(hits)
         return lists
 
-    def stats(self) -> tuple[int, int]:
+    def stats(self) -> tuple[int, int, dict[str, str]]:
+        """(documents, chunks, details) from one searcher."""
         searcher = self.index.searcher()
         first_chunks = searcher.search(self._term("position", 0), 1, count=True).count
-        return first_chunks, searcher.num_docs
+        return first_chunks, searcher.num_docs, {"segments": str(searcher.num_segments)}
 
     def content_hashes(self, doc_ids: list[str]) -> dict[str, str]:
         searcher = self.index.searcher()
@@ -192,16 +196,13 @@ class _Collection:
             searcher = self.index.searcher()
             docs = chunks = 0
             for doc_id in doc_ids:
-                n = len(self._chunks_of(searcher, doc_id))
+                n = self._chunk_count(searcher, doc_id)
                 if n:
                     self.writer.delete_documents_by_term("doc_id", doc_id)
                     docs, chunks = docs + 1, chunks + n
             if chunks:
                 self._commit()
         return docs, chunks
-
-    def details(self) -> dict[str, str]:
-        return {"segments": str(self.index.searcher().num_segments)}
 
     def close(self) -> None:
         with self.lock:
@@ -250,8 +251,7 @@ class TantivyBm25Engine:
     async def stats(self, collection):
         docs, chunks, details = 0, 0, {}
         if self._exists(collection):
-            c = await asyncio.to_thread(self._collection, collection)
-            (docs, chunks), details = await asyncio.to_thread(c.stats), c.details()
+            docs, chunks, details = await asyncio.to_thread(lambda: self._collection(collection).stats())
         return EngineStats(self.name, docs, chunks, {**self.description, **details})
 
     async def content_hashes(self, collection, doc_ids):

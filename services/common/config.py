@@ -208,8 +208,9 @@ class AdmissionSettings(BaseModel):
     """How much work each process holds at once (docs/performance.md measures these on 2 cores)."""
 
     # Gateway: searches in flight, searches waiting for a slot, and the longest wait before
-    # RESOURCE_EXHAUSTED (never past the request's own deadline). 4 in flight on 2 cores: at 2x FAST's
-    # knee the same goodput as 6 (82.7 vs 81.2 answers/s) with admitted p99 122 ms instead of 172 ms.
+    # RESOURCE_EXHAUSTED (never past the request's own deadline). 4 in flight on 2 cores: FAST at 100 QPS
+    # (2x the knee with 6) gave the goodput of 6 (82.7 vs 81.2 answers/s) at admitted p99 122 ms instead
+    # of 172 ms, and the knee rose from 50 to 60 QPS (docs/performance.md).
     max_in_flight: int = Field(4, ge=1)
     max_queue: int = Field(24, ge=0)
     max_wait_s: float = Field(0.05, ge=0)

@@ -20,6 +20,7 @@ import resource
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -60,9 +61,11 @@ def exact_top_k(corpus: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(top, order, axis=1)
 
 
-def recall_at_k(found: list[list[int]], exact: np.ndarray, k: int) -> float:
-    """Mean fraction of each query's exact top k among its first k results."""
-    return float(np.mean([len(set(f[:k]) & set(e[:k].tolist())) / k for f, e in zip(found, exact)]))
+def recall_at_k(found: Sequence[Sequence], exact: Sequence[Sequence], k: int) -> float:
+    """Mean fraction of each query's exact top k among its first k results (rows or ids; 0.0 for no queries)."""
+    if len(exact) == 0:
+        return 0.0
+    return float(np.mean([len(set(f[:k]) & set(np.asarray(e[:k]).tolist())) / k for f, e in zip(found, exact)]))
 
 
 def chunks_for(start: int, n: int, langs: tuple[str, ...] = ("en", "de", "fr")) -> list[common_pb2.Chunk]:

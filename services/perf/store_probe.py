@@ -23,13 +23,9 @@ import qdrant_edge as qe
 
 from hybridsearch.bm25.service import build_engine
 from hybridsearch.common.config import Settings
+from hybridsearch.perf.edge_bench import recall_at_k
 from hybridsearch.vector.edge import EdgeStore
 from hybridsearch.vector.embedder import OnnxEmbedder
-
-
-def recall(found: list[list[str]], exact: list[list[str]], k: int) -> float:
-    """Mean share of each exact top k found among the first k results."""
-    return float(np.mean([len(set(f[:k]) & set(e[:k])) / k for f, e in zip(found, exact)])) if exact else 0.0
 
 
 async def probe(settings: Settings, collection: str, queries: list[str], depth: int = 100) -> dict:
@@ -64,7 +60,7 @@ async def probe(settings: Settings, collection: str, queries: list[str], depth: 
     for k in sorted({10, depth}):
         ann, ann_ms = ids(served, k)
         exact, exact_ms = ids(exact_params, k)
-        out[f"ann_recall@{k}"] = round(recall(ann, exact, k), 4)
+        out[f"ann_recall@{k}"] = round(recall_at_k(ann, exact, k), 4)
         out[f"ann_p50_ms@{k}"], out[f"exact_p50_ms@{k}"] = (round(float(np.median(ann_ms)), 2),
                                                            round(float(np.median(exact_ms)), 2))
     await store.close()

@@ -20,7 +20,7 @@ import numpy as np
 from qdrant_client import AsyncQdrantClient, models
 
 from hybridsearch.common.config import VectorSettings, get_settings
-from hybridsearch.common.stores import EngineStats, UpsertResult
+from hybridsearch.common.stores import EngineStats, UpsertResult, chunks_by_document
 from hybridsearch.v1 import common_pb2
 
 # Local mode warns on every call that it keeps no payload indexes and searches exactly: known, by design.
@@ -179,9 +179,7 @@ class ChunkPointStore:
 
     async def write(self, collection: str, chunks: list[common_pb2.Chunk], vectors: np.ndarray) -> UpsertResult:
         """Replaces the named documents' chunks with these."""
-        counts: dict[str, int] = {}
-        for c in chunks:
-            counts[c.doc_id] = counts.get(c.doc_id, 0) + 1
+        counts = {doc_id: len(doc_chunks) for doc_id, doc_chunks in chunks_by_document(chunks).items()}
         ids = [point_id(c.doc_id, c.position) for c in chunks]
         payloads = [chunk_payload(c, counts[c.doc_id]) for c in chunks]
         async with self._lock:

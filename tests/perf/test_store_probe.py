@@ -5,7 +5,8 @@ from __future__ import annotations
 from hybridsearch.bm25.service import build_engine
 from hybridsearch.common.chunking import content_hash
 from hybridsearch.common.config import Settings
-from hybridsearch.perf.store_probe import probe, recall
+from hybridsearch.perf.edge_bench import recall_at_k
+from hybridsearch.perf.store_probe import probe
 from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.edge import EdgeStore
 from hybridsearch.vector.embedder import OnnxEmbedder
@@ -14,8 +15,8 @@ WORDS = "protein cell galaxy star energy solar wind model data river forest musi
 
 
 def test_recall_counts_the_exact_top_k_found():
-    assert recall([["a", "b", "c"], ["x", "y", "z"]], [["a", "b", "d"], ["x", "y", "z"]], 3) == (2 / 3 + 1) / 2
-    assert recall([], [], 10) == 0.0
+    assert recall_at_k([["a", "b", "c"], ["x", "y", "z"]], [["a", "b", "d"], ["x", "y", "z"]], 3) == (2 / 3 + 1) / 2
+    assert recall_at_k([], [], 10) == 0.0
 
 
 async def test_probe_reopens_both_stores_and_measures_recall(tmp_path):
