@@ -358,6 +358,7 @@ def scale_corpus(
     data_dir: Annotated[Optional[Path], typer.Option(help="the data dir whose vector service will index it")] = None,
     seed: Annotated[int, typer.Option()] = 15,
     shared: Annotated[Path, typer.Option(help="the shared folder (training passages, datasets)")] = Path("../shared"),
+    threads: Annotated[int, typer.Option(help="embedding threads (0: up to 4); 1 leaves a core to other work")] = 0,
 ):
     """Builds a 100k / 1M passage corpus (BEIR layout) and, with --embed, its vectors (resumable)."""
     from hybridsearch.perf.scale import embed_corpus, write_corpus
@@ -369,7 +370,7 @@ def scale_corpus(
     if embed:
         cfg = settings.vector
         cache_path = (data_dir or settings.data_dir) / "cache" / "embeddings.sqlite"
-        cache = EmbeddingCache(cache_path, OnnxEmbedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size), cfg.max_seq_length)
+        cache = EmbeddingCache(cache_path, OnnxEmbedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size, threads), cfg.max_seq_length)
         with _progress() as progress:
             task = progress.add_task(f"embedding {size:,} passages", total=size)
             record = embed_corpus(corpus, cache, progress=lambda n: progress.advance(task, n))
