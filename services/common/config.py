@@ -221,6 +221,27 @@ class AdmissionSettings(BaseModel):
     max_concurrent_rpcs: int = Field(256, ge=1)
 
 
+class ResilienceSettings(BaseModel):
+    """How the gateway treats a part that is slow or failing (docs/faults.md measures these)."""
+
+    # Each call's own budget inside the search deadline: a black-holed leg costs this, not the whole
+    # deadline, and never holds an admission slot for long.
+    leg_timeout_s: float = Field(1.0, gt=0)
+    fusion_timeout_s: float = Field(0.5, gt=0)
+    # A leg slower than this answered but is reported late (LegStatus.reason; informational: FAST legs answer
+    # in 5-15 ms idle and under 100 ms at the knee).
+    leg_late_s: float = Field(0.15, gt=0)
+    # A straggling retrieval leg: once the other leg has answered, it gets max(straggler_grace_s,
+    # straggler_factor x the first leg's time) more, then the answer goes on without it (reported
+    # failed, counted by its breaker). A black-holed leg then costs 0.25 s, not leg_timeout_s.
+    straggler_grace_s: float = Field(0.25, gt=0)
+    straggler_factor: float = Field(4.0, ge=1)
+    # Circuit breakers (purgatory), one per part: after `breaker_threshold` failures in a row the part is
+    # skipped for `breaker_reset_s`, then tried again (a success closes the breaker).
+    breaker_threshold: int = Field(5, ge=1)
+    breaker_reset_s: float = Field(2.0, gt=0)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="HYBRIDSEARCH_", env_nested_delimiter="__", extra="ignore")
 
@@ -234,6 +255,7 @@ class Settings(BaseSettings):
     fusion: FusionSettings = Field(default_factory=FusionSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     admission: AdmissionSettings = Field(default_factory=AdmissionSettings)
+    resilience: ResilienceSettings = Field(default_factory=ResilienceSettings)
     # One deadline for the whole query path; legs get what is left of it. THOROUGH waits for an LLM.
     search_deadline_s: float = 10.0
     thorough_deadline_s: float = 30.0

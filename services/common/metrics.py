@@ -48,6 +48,9 @@ REJECTED = Counter(
     "hybridsearch_rejected_total", "Requests the gateway refused with RESOURCE_EXHAUSTED, by reason (queue_full, wait)",
     ["reason"],
 )
+BREAKER_OPEN = Gauge(
+    "hybridsearch_circuit_open", "1 while the gateway's circuit breaker for a part is open (the part is skipped)", ["part"],
+)
 IN_FLIGHT = Gauge("hybridsearch_searches_in_flight", "Searches holding an admission slot in the gateway")
 QUEUED = Gauge("hybridsearch_searches_queued", "Searches waiting for an admission slot in the gateway")
 CACHE_LOOKUPS = Counter(

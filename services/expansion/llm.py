@@ -3,6 +3,11 @@
 The model must answer strict JSON; anything else is rejected and the caller falls back to PRF.
 The request carries the answer's JSON schema as `response_format`, which llama.cpp turns into a
 grammar, so even a 135M model cannot answer anything but that object.
+
+The answer is streamed: a caller that gives up (its deadline passed) closes the connection, and the
+server stops generating at the next token (llama.cpp's server checks for a disconnected client between
+tokens; a non-streamed generation would run to max_tokens for nobody and hold the server from the next
+query). The query in the prompt is capped at MAX_PROMPT_QUERY_CHARS.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ RESPONSE_SCHEMA = {
     "required": ["lexical", "semantic", "hyde"],
 }
 JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+MAX_PROMPT_QUERY_CHARS = 500
 
 
 class LlmExpansion(BaseModel):
@@ -73,6 +79,15 @@ def parse_expansion(content: str) -> LlmExpansion:
         raise LlmError(f"LLM answer is not valid expansion JSON: {err}") from err
 
 
+def capped(query: str, limit: int = MAX_PROMPT_QUERY_CHARS) -> str:
+    """The query as the prompt carries it: at most `limit` characters, cut at a word boundary."""
+    query = " ".join(query.split())
+    if len(query) <= limit:
+        return query
+    cut = query[:limit]
+    return cut[: cut.rfind(" ")] if " " in cut else cut
+
+
 class LlmExpander:
     def __init__(self, base_url: str, model: str, timeout_s: float, max_tokens: int = 320) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
@@ -85,12 +100,13 @@ class LlmExpander:
             "model": self.model,
             "temperature": 0,
             "max_tokens": self.max_tokens,
+            "stream": True,
             "response_format": {"type": "json_object", "schema": RESPONSE_SCHEMA},
             "messages": [
                 {"role": "system", "content": SYSTEM_PROMPT},
                 {"role": "user", "content": EXAMPLE_QUERY},
                 {"role": "assistant", "content": EXAMPLE_ANSWER},
-                {"role": "user", "content": f"Query: {query}"},
+                {"role": "user", "content": f"Query: {capped(query)}"},
             ],
         }
         async for attempt in AsyncRetrying(
@@ -98,14 +114,26 @@ class LlmExpander:
             retry=retry_if_exception_type(httpx.TransportError), reraise=True,
         ):
             with attempt:
-                response = await self.client.post(self.url, json=body)
-        if response.status_code != 200:
-            raise LlmError(f"LLM endpoint answered HTTP {response.status_code}")
-        try:
-            content = response.json()["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, ValueError) as err:
-            raise LlmError("LLM endpoint answer is not a chat completion") from err
+                content = await self._streamed(body)
         return parse_expansion(content)
+
+    async def _streamed(self, body: dict) -> str:
+        """The completion's text, read from its server-sent events; leaving early closes the stream."""
+        parts: list[str] = []
+        async with self.client.stream("POST", self.url, json=body) as response:
+            if response.status_code != 200:
+                raise LlmError(f"LLM endpoint answered HTTP {response.status_code}")
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                try:
+                    parts.append(json.loads(data)["choices"][0].get("delta", {}).get("content") or "")
+                except (KeyError, IndexError, ValueError, AttributeError) as err:
+                    raise LlmError("LLM endpoint stream is not a chat completion") from err
+        return "".join(parts)
 
     async def close(self) -> None:
         await self.client.aclose()

@@ -83,7 +83,8 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
             return response
 
         response = await self._expand(request.query, collection, filters, generator, context)
-        if response.generator != "none" or response.skipped:
+        # A fallback's variants are not what the key names (the LLM's): the next query tries the LLM again.
+        if (response.generator != "none" or response.skipped) and not response.fallback_reason:
             await self.cache.put(key, _to_dict(response))
         response.cache_available = self.cache.available
         return response
@@ -100,6 +101,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
         if dominant_top_hit([h.score for h in hits], self.cfg.dominant_ratio, self.cfg.dominant_min_score):
             return expansion_pb2.ExpandResponse(skipped=True, skip_reason="dominant BM25 top hit", generator="none")
 
+        fallback = ""
         if generator.startswith("llm:"):
             try:
                 # Leave time for the PRF fallback and the variant legs inside the caller's deadline.
@@ -111,16 +113,19 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
                 return expansion_pb2.ExpandResponse(
                     lexical_variants=out.lexical, semantic_variants=out.semantic, hyde=out.hyde, generator=generator
                 )
-            except Exception as err:  # any LLM failure (timeout, HTTP, bad JSON) degrades to PRF
+            except Exception as err:  # any LLM failure (timeout, HTTP, bad JSON) degrades to PRF, flagged
                 log.warning("LLM expansion failed, using PRF: %s", err)
+                fallback = f"LLM failed ({type(err).__name__}{': ' + str(err)[:200] if str(err) else ''}): feedback variants instead"
                 generator = f"prf (llm failed: {type(err).__name__})"
 
         terms = feedback_terms(query, [(h.title + " " + h.text, h.score) for h in hits[: self.cfg.prf_docs]],
                                self.analyzer, self.cfg.prf_terms)
         lexical, semantic = prf_variants(query, terms)
         if not lexical:
-            return expansion_pb2.ExpandResponse(skipped=True, skip_reason="no feedback documents", generator="none")
-        return expansion_pb2.ExpandResponse(lexical_variants=lexical, semantic_variants=semantic, generator=generator)
+            return expansion_pb2.ExpandResponse(skipped=True, skip_reason="no feedback documents", generator="none",
+                                                fallback_reason=fallback)
+        return expansion_pb2.ExpandResponse(lexical_variants=lexical, semantic_variants=semantic, generator=generator,
+                                            fallback_reason=fallback)
 
     async def close(self) -> None:
         await self.cache.close()

@@ -29,12 +29,14 @@ from hybridsearch.common.validation import InvalidArgument, abort_invalid
 from hybridsearch.fusion.service import fuse_proto, params_to_proto
 from hybridsearch.gateway.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
+from hybridsearch.gateway.breakers import Breakers, CircuitOpen
 from hybridsearch.gateway.request import SearchPlan, plan_search
 from hybridsearch.reranker.blend import blend
 from hybridsearch.v1 import common_pb2, expansion_pb2, fusion_pb2, search_pb2, search_pb2_grpc
 
 log = logging.getLogger(__name__)
 OK, SKIPPED, FAILED = search_pb2.LEG_STATE_OK, search_pb2.LEG_STATE_SKIPPED, search_pb2.LEG_STATE_FAILED
+FALLBACK = search_pb2.LEG_STATE_FALLBACK
 SNIPPET_CHARS = 300
 WORD = re.compile(r"\w+")
 
@@ -63,7 +65,7 @@ class Trace:
 
     def leg(self, name: str, state: int, reason: str = "") -> None:
         self.legs[name] = search_pb2.LegStatus(name=name, state=state, reason=reason)
-        if state == FAILED:
+        if state in (FAILED, FALLBACK):
             self.degraded = True
 
     def note(self, stage: str, ms: float) -> None:
@@ -106,7 +108,51 @@ class Deadline:
         return max(0.01, self.end - time.monotonic())
 
 
+class Straggler(asyncio.TimeoutError):
+    """A retrieval leg that had not answered long after the other one did."""
+
+
+class Stragglers:
+    """One search's cut-off for a late retrieval leg: armed by the first leg that answers."""
+
+    def __init__(self, grace_s: float, factor: float) -> None:
+        self.grace_s, self.factor = grace_s, factor
+        self.started = time.perf_counter()
+        self.first = asyncio.Event()
+        self.first_s = 0.0
+        self.cutoff = asyncio.ensure_future(self._cutoff())
+
+    def answered(self) -> None:
+        if not self.first.is_set():
+            self.first_s = time.perf_counter() - self.started
+            self.first.set()
+
+    async def _cutoff(self) -> float:
+        await self.first.wait()
+        grace = max(self.grace_s, self.factor * self.first_s)
+        await asyncio.sleep(grace)
+        return grace
+
+    async def call(self, call):
+        """The call's answer, unless the cut-off comes first: then the call is cancelled and Straggler raised."""
+        task = asyncio.ensure_future(call)
+        done, _ = await asyncio.wait({task, self.cutoff}, return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            return task.result()
+        task.cancel()
+        raise Straggler(f"late: no answer {self.cutoff.result():.2f}s after the other leg answered")
+
+    def close(self) -> None:
+        self.cutoff.cancel()
+
+
+# What a call to a part can fail with: an RPC error, its own budget running out, or its open breaker.
+CALL_ERRORS = (grpc.aio.AioRpcError, asyncio.TimeoutError, CircuitOpen)
+
+
 def _reason(err: BaseException) -> str:
+    if isinstance(err, (CircuitOpen, Straggler)):
+        return str(err)
     if isinstance(err, grpc.aio.AioRpcError):
         return f"{err.code().name}: {err.details()}"
     if isinstance(err, asyncio.TimeoutError):
@@ -121,6 +167,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         self.tracer = tracer(__name__)
         cfg = settings.admission
         self.admission = Admission(cfg.max_in_flight, cfg.max_queue, cfg.max_wait_s)
+        self.resilience = settings.resilience
+        self.breakers = Breakers(self.resilience.breaker_threshold, self.resilience.breaker_reset_s)
         metrics.initialise(metrics.DEGRADED_LEGS, "leg", metrics.DEGRADABLE_LEGS)
         metrics.initialise(metrics.REJECTED, "reason", ("queue_full", "wait"))
 
@@ -164,7 +212,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         metrics.STAGE_DURATION.labels(stage="total").observe(time.perf_counter() - trace.started)
         outcome = "unavailable" if response is None else "degraded" if response.degraded else "ok"
         metrics.SEARCHES.labels(effort=common_pb2.Effort.Name(plan.effort), outcome=outcome).inc()
-        for leg in (name for name, s in trace.legs.items() if s.state == FAILED):
+        for leg in (name for name, s in trace.legs.items() if s.state in (FAILED, FALLBACK)):
             metrics.DEGRADED_LEGS.labels(leg=leg).inc()
         if response is None:
             reasons = "; ".join(f"{s.name}: {s.reason}" for s in trace.legs.values() if s.state == FAILED)
@@ -177,14 +225,22 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
 
         # Stage 1: both legs and expansion at once.
         t = time.perf_counter()
-        bm25_task = self._leg("bm25", plan, originals, depth, deadline, trace) if plan.uses_bm25 else None
+        stragglers = (Stragglers(self.resilience.straggler_grace_s, self.resilience.straggler_factor)
+                      if plan.uses_bm25 and plan.uses_vector else None)
+        bm25_task = (self._leg("bm25", plan, originals, depth, deadline, trace, stragglers=stragglers)
+                     if plan.uses_bm25 else None)
         # Rocchio feedback is query-side expansion too: FAST runs the bare legs.
         feedback = 0 if plan.effort == common_pb2.EFFORT_FAST else self.settings.vector.feedback_docs
         vector_task = (
-            self._leg("vector", plan, originals, depth, deadline, trace, feedback=feedback) if plan.uses_vector else None
+            self._leg("vector", plan, originals, depth, deadline, trace, feedback=feedback, stragglers=stragglers)
+            if plan.uses_vector else None
         )
         expand_task = self._expand(plan, deadline, trace)
-        await asyncio.gather(*(x for x in (bm25_task, vector_task, expand_task) if x is not None))
+        try:
+            await asyncio.gather(*(x for x in (bm25_task, vector_task, expand_task) if x is not None))
+        finally:
+            if stragglers is not None:
+                stragglers.close()
         trace.timed("retrieve+expand", t)
         if not plan.uses_bm25:
             trace.leg("bm25", SKIPPED, "mode")
@@ -224,7 +280,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         # Stage 5: page and build the answer.
         return self._respond(plan, fused, reranked, trace)
 
-    async def _leg(self, name, plan, queries, depth, deadline, trace, *, variants=False, feedback=0):
+    async def _leg(self, name, plan, queries, depth, deadline, trace, *, variants=False, feedback=0, stragglers=None):
         stub = self.backends.bm25 if name == "bm25" else self.backends.vector
         request = common_pb2.LegSearchRequest(
             collection=plan.collection, queries=queries, limit=depth, filters=plan.filters, feedback_docs=feedback,
@@ -233,16 +289,21 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         called = time.perf_counter()
         with self._observed(stage):
             try:
-                response = await stub.Search(request, timeout=deadline.left())
-            except (grpc.aio.AioRpcError, asyncio.TimeoutError) as err:
+                async with self.breakers.guard(name):
+                    call = stub.Search(request, timeout=min(deadline.left(), self.resilience.leg_timeout_s))
+                    response = await (stragglers.call(call) if stragglers is not None else call)
+            except CALL_ERRORS as err:
                 if variants:
                     trace.notices.append(f"{name} variant queries failed: {_reason(err)}")
                 else:
                     trace.leg(name, FAILED, _reason(err))
                     log.warning("%s leg failed: %s", name, _reason(err))
                 return
+        if stragglers is not None:
+            stragglers.answered()
         # The call as the gateway saw it, then the service's own parts: the difference is the hop.
-        trace.note(f"leg.{stage}", (time.perf_counter() - called) * 1000)
+        took = time.perf_counter() - called
+        trace.note(f"leg.{stage}", took * 1000)
         for part, ms in sorted(response.timings_ms.items()):
             trace.note(f"leg.{stage}.{part}", ms)
         weights = {
@@ -255,7 +316,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             rl.weight = weights.get(rl.kind, 1.0)
             trace.lists.append(rl)
         if not variants:
-            trace.leg(name, OK, response.engine)
+            late = f"; late: {took * 1000:.0f} ms" if took > self.resilience.leg_late_s else ""
+            trace.leg(name, OK, response.engine + late)
 
     async def _expand(self, plan, deadline, trace):
         if plan.effort == common_pb2.EFFORT_FAST:
@@ -263,17 +325,22 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             return
         with self._observed("expansion"):
             try:
-                trace.expansion = await self.backends.expansion.Expand(
-                    expansion_pb2.ExpandRequest(query=plan.query, collection=plan.collection, effort=plan.effort, filters=plan.filters),
-                    timeout=max(0.05, deadline.left() - self.settings.expansion_reserve_s),
-                )
-            except (grpc.aio.AioRpcError, asyncio.TimeoutError) as err:
+                async with self.breakers.guard("expansion"):
+                    trace.expansion = await self.backends.expansion.Expand(
+                        expansion_pb2.ExpandRequest(query=plan.query, collection=plan.collection, effort=plan.effort,
+                                                    filters=plan.filters),
+                        timeout=max(0.05, deadline.left() - self.settings.expansion_reserve_s),
+                    )
+            except CALL_ERRORS as err:
                 trace.leg("expansion", FAILED, _reason(err))
                 return
         exp = trace.expansion
         if not exp.cache_available:
             trace.notices.append("expansion cache (Redis) is not reachable: expansion runs uncached")
-        if exp.skipped:
+        if exp.fallback_reason:
+            trace.leg("expansion", FALLBACK, exp.fallback_reason)
+            trace.notices.append(f"expansion: {exp.fallback_reason}")
+        elif exp.skipped:
             trace.leg("expansion", SKIPPED, exp.skip_reason)
         else:
             trace.leg("expansion", OK, f"{exp.generator}{' (cached)' if exp.cache_hit else ''}")
@@ -288,8 +355,10 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                                          config=params_to_proto(plan.fusion), limit=limit, omit_text=True)
         try:
             with self.tracer.start_as_current_span("gateway.fusion"):
-                return list((await self.backends.fusion.Fuse(request, timeout=deadline.left())).hits)
-        except (grpc.aio.AioRpcError, asyncio.TimeoutError) as err:
+                async with self.breakers.guard("fusion"):
+                    timeout = min(deadline.left(), self.resilience.fusion_timeout_s)
+                    return list((await self.backends.fusion.Fuse(request, timeout=timeout)).hits)
+        except CALL_ERRORS as err:
             # Fusion is a pure function: the gateway can do it itself rather than fail the search.
             trace.notices.append(f"fusion service unavailable ({_reason(err)}): fused in the gateway")
             trace.degraded = True
@@ -308,9 +377,13 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             trace.leg("rerank", SKIPPED, "fast effort")
             return unchanged
         try:
-            info = await self.backends.reranker.model_info()
-        except Exception as err:  # Triton down or model not loaded
-            trace.leg("rerank", FAILED if wanted else SKIPPED, f"reranker unavailable: {_reason(err)}")
+            async with self.breakers.guard("rerank"):
+                info = await self.backends.reranker.model_info()
+        except Exception as err:  # Triton down or model not loaded, or its breaker open
+            # A rerank the plan would have run is a failure the answer flags; otherwise it was not wanted anyway.
+            would_run = wanted or plan.effort == common_pb2.EFFORT_THOROUGH or (
+                plan.effort == common_pb2.EFFORT_BALANCED and self.settings.rerank.in_balanced)
+            trace.leg("rerank", FAILED if would_run else SKIPPED, f"reranker unavailable: {_reason(err)}")
             return unchanged
         if not info["trained"]:
             trace.notices.append(f"reranker model {info['name']!r} is untrained (fresh classification head)")
@@ -335,7 +408,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         with self._observed("rerank") as span:
             span.set_attribute("rerank.pool", len(head))
             try:
-                scores = await self.backends.reranker.score(plan.query, passages, deadline.left())
+                async with self.breakers.guard("rerank"):
+                    scores = await self.backends.reranker.score(plan.query, passages, deadline.left())
             except Exception as err:
                 trace.leg("rerank", FAILED, _reason(err))
                 return unchanged

@@ -14,3 +14,11 @@ def test_parses_json_inside_chatter_and_cleans_values():
 def test_rejects_invalid_answers(content):
     with pytest.raises(LlmError):
         parse_expansion(content)
+
+
+def test_the_prompt_carries_a_capped_query():
+    from hybridsearch.expansion.llm import MAX_PROMPT_QUERY_CHARS, capped
+
+    long = "word " * 1000
+    assert len(capped(long)) <= MAX_PROMPT_QUERY_CHARS and capped(long).endswith("word")
+    assert capped("  short   query ") == "short query"

@@ -85,8 +85,47 @@ def test_balanced_does_not_call_the_llm(llm_stack):
 def test_llm_down_falls_back_to_feedback(llm_stack):
     stack, client = llm_stack
     stack.stop_one("llm")
-    response = thorough(client, f"why rerank the head of a fused list {uuid.uuid4().hex[:6]}")
+    query = f"why rerank the head of a fused list {uuid.uuid4().hex[:6]}"
+    response = thorough(client, query)
     legs = {leg.name: leg for leg in response.legs}
-    assert not response.degraded
+    # The fallback is flagged, never silent: the answer is degraded and says why.
+    assert response.degraded
     assert response.explain.expansion_generator.startswith("prf (llm failed")
-    assert legs["expansion"].state == OK
+    assert legs["expansion"].state == search_pb2.LEG_STATE_FALLBACK and "LLM failed" in legs["expansion"].reason
+    assert any("LLM failed" in n for n in response.notices)
+    # The fallback's variants were not cached under the LLM's key: with the LLM back, the same query uses it.
+    stack.start_llm()
+    again = thorough(client, query)
+    assert again.explain.expansion_generator.startswith("llm:") and not again.degraded
+
+
+def test_an_abandoned_generation_stops_and_frees_the_server(llm_stack):
+    """A caller that gives up closes the stream and llama.cpp stops generating: a query right after it is
+    answered at once, not after the abandoned generation ran to max_tokens (SmolLM2 at 320 tokens takes
+    several seconds here)."""
+    import asyncio
+    import time
+
+    import httpx
+
+    from hybridsearch.expansion.llm import LlmExpander
+
+    stack, _ = llm_stack
+    cfg = stack.settings.expansion
+
+    async def run() -> float:
+        expander = LlmExpander(cfg.served_llm_url, "smollm2-135m", timeout_s=30, max_tokens=320)
+        try:
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(expander.expand("a long explanation of " + "fusion " * 40), timeout=0.4)
+        finally:
+            await expander.close()
+        started = time.monotonic()
+        async with httpx.AsyncClient(timeout=30) as client:
+            reply = await client.post(cfg.served_llm_url + "/chat/completions", json={
+                "model": "smollm2-135m", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]})
+        assert reply.status_code == 200
+        return time.monotonic() - started
+
+    assert asyncio.run(run()) < 2.0
+
