@@ -71,7 +71,13 @@ loadtest: $(STAMP)
 	$(BIN)/hybridsearch loadtest $(or $(LOADTEST_ARGS),ramp --scenario fast)
 
 test: install llm mpnet
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q tests --ignore=tests/faults
+
+# Kill -9 each part under load, network faults through a user-space proxy (docs/faults.md); the kill
+# table goes to var/faults/kill-drill.json and the console.
+.PHONY: test-faults
+test-faults: install llm
+	$(BIN)/python -m pytest -q -s tests/faults
 
 # The quality gate alone: default-mode nDCG@10 on the small collections vs tests/quality/pinned.json.
 test-quality: install

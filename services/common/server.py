@@ -95,10 +95,28 @@ async def serve(
 
 
 # gRPC's own retry policy: every internal RPC is idempotent (searches, content-hash upserts,
-# deletes), so a call that found a peer briefly UNAVAILABLE is retried with backoff.
+# deletes), so a call that found a peer briefly UNAVAILABLE is retried with backoff. Reads on the query
+# path retry once, at once: a search has one deadline, and a part that is down must cost milliseconds
+# (the gateway answers UNAVAILABLE within 100 ms when no retrieval leg is up; its breakers do the rest).
+QUERY_PATH_METHODS = [
+    {"service": "hybridsearch.v1.Bm25Service", "method": "Search"},
+    {"service": "hybridsearch.v1.VectorService", "method": "Search"},
+    {"service": "hybridsearch.v1.ExpansionService", "method": "Expand"},
+    {"service": "hybridsearch.v1.FusionService", "method": "Fuse"},
+]
 RETRY_SERVICE_CONFIG = json.dumps(
     {
         "methodConfig": [
+            {
+                "name": QUERY_PATH_METHODS,
+                "retryPolicy": {
+                    "maxAttempts": 2,
+                    "initialBackoff": "0.005s",
+                    "maxBackoff": "0.01s",
+                    "backoffMultiplier": 2,
+                    "retryableStatusCodes": ["UNAVAILABLE"],
+                },
+            },
             {
                 "name": [{}],
                 "retryPolicy": {
@@ -108,7 +126,7 @@ RETRY_SERVICE_CONFIG = json.dumps(
                     "backoffMultiplier": 2,
                     "retryableStatusCodes": ["UNAVAILABLE"],
                 },
-            }
+            },
         ]
     }
 )

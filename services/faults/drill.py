@@ -4,7 +4,7 @@ brought back by the stack's supervisor, measured answer by answer.
 For each answer: when it was sent and answered, its gRPC code, and whether it was flagged (degraded
 or a notice) naming the killed part. A drill reports
 
-  sent, failed (any code but OK), by code; flagged answers;
+  sent, failed (any code but OK), by code; flagged answers; answers sent and answered while the part was down (each must name it);
   restart_s  from the kill until the part is ready again (its health check / port answers);
   recover_s  from the part's return until the last answer that was still flagged was sent (0: the
              first answer after the return was already clean).
@@ -72,6 +72,7 @@ class DrillResult:
     codes: dict[str, int] = field(default_factory=dict)
     degraded: int = 0
     flagged: int = 0
+    during: int = 0  # answers sent and answered while the part was down (between the kill and its return)
     restart_s: float | None = None
     recover_s: float | None = None
     p99_ms: float | None = None
@@ -92,6 +93,7 @@ def summarise(part: str, scenario: str, rate: float, answers: list[Answer], kill
         result.p99_ms = round(latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))] * 1000, 1)
     if returned is not None:
         result.restart_s = round(returned - killed, 2)
+        result.during = sum(killed <= a.sent and a.done < returned for a in answers)
         late = [a.sent for a in answers if a.sent >= returned and (a.names_part or a.code != "OK")]
         result.recover_s = round(max(late) - returned, 2) if late else 0.0
     return result
@@ -158,9 +160,9 @@ async def kill_drill(stack, part: str, scenario: str, requests: Callable[[], sea
 
 
 def markdown_table(results: list[DrillResult]) -> str:
-    lines = ["| part | load | sent | failed | degraded | named the part | restart s | recover s | p99 ms |",
+    lines = ["| part | load | sent | failed | sent while down | named the part | restart s | recover s | p99 ms |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
-        lines.append(f"| {r.part} | {r.scenario} @ {r.rate:g} QPS | {r.sent} | {r.failed} | {r.degraded} | {r.flagged} "
+        lines.append(f"| {r.part} | {r.scenario} @ {r.rate:g} QPS | {r.sent} | {r.failed} | {r.during} | {r.flagged} "
                      f"| {r.restart_s} | {r.recover_s} | {r.p99_ms} |")
     return "\n".join(lines)

@@ -125,9 +125,15 @@ class FaultProxy:
             self._drop(link)
             return
         link.upstream = up_writer
+        pipes = {asyncio.ensure_future(self._pipe(reader, up_writer, delayed=False)),
+                 asyncio.ensure_future(self._pipe(up_reader, writer, delayed=True))}
         try:
-            await asyncio.gather(self._pipe(reader, up_writer, delayed=False), self._pipe(up_reader, writer, delayed=True))
+            # Either side closing (the upstream died, the caller left) closes the other, as a TCP
+            # connection through a real network would end: a caller never waits on a dead half.
+            await asyncio.wait(pipes, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            for pipe in pipes:
+                pipe.cancel()
             self.links.discard(link)
             for w in (writer, up_writer):
                 w.close()

@@ -58,7 +58,9 @@ def test_kill_under_load(fault_stack, part):
     print(f"\n{result.row()}")
     assert result.restart_s is not None, f"{part} did not come back"
     assert result.failed == 0, result.codes
-    assert result.flagged > 0, f"no answer named {part} while it was down"
+    # Every answer sent and answered while the part was down names it (answers in flight at the kill or
+    # the return may too: a Redis back within 0.1 s can serve a lookup that started while it was down).
+    assert result.flagged >= result.during, f"{result.during} answers sent while {part} was down, {result.flagged} named it"
     assert result.recover_s <= RECOVER_S
 
 
