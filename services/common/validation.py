@@ -18,7 +18,9 @@ MAX_FILTER_VALUE_CHARS = 1024
 
 
 class InvalidArgument(ValueError):
-    """Raised by validators; servicers turn it into INVALID_ARGUMENT."""
+    """Raised by validators; servicers turn it into INVALID_ARGUMENT (or the `code` it carries)."""
+
+    code = grpc.StatusCode.INVALID_ARGUMENT
 
 
 def check_collection(name: str) -> str:
@@ -75,4 +77,4 @@ def matches_filters(metadata: dict[str, str], filters: Iterable[common_pb2.Metad
 
 
 async def abort_invalid(context: grpc.aio.ServicerContext, err: Exception) -> None:
-    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+    await context.abort(getattr(err, "code", grpc.StatusCode.INVALID_ARGUMENT), str(err))
