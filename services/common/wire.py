@@ -3,71 +3,53 @@
 gRPC decodes a request inside its method handler, and a decoder that raises (invalid UTF-8 in a
 string field, truncated or garbage bytes) ends the call as UNKNOWN. `RequestGuard`, a server
 interceptor of every service (common.server), replaces each hybridsearch RPC's decoder with one
-that never raises: it returns a `Refused` in place of the message, with the status it deserves —
-RESOURCE_EXHAUSTED for bytes over the RPC's limit (common.limits), INVALID_ARGUMENT for bytes that
+that never raises: it returns a `validation.Refusal` in place of the message, with the status it
+deserves — RESOURCE_EXHAUSTED for bytes over the RPC's limit (common.limits), INVALID_ARGUMENT for bytes that
 do not decode — and the RPC's behaviour answers that status instead of running. In a client stream
-the refusal comes out of the request iterator as `RefusedMessage`, an InvalidArgument the servicer
-can catch (to say what the stream had done before); uncaught, the guard answers it.
+the refusal is raised by the request iterator, so the servicer can catch it (to say what the stream
+had done before); uncaught, the guard answers it.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 
 import grpc
 
 from hybridsearch.common.limits import human_bytes, request_limit
-from hybridsearch.common.validation import InvalidArgument, abort_invalid
+from hybridsearch.common.validation import InvalidArgument, Refusal, abort_invalid
 
 PACKAGE = "/hybridsearch.v1."
 
 
-@dataclass(frozen=True)
-class Refused:
-    """What the guarded decoder returns for bytes it will not hand to the servicer."""
-
-    code: grpc.StatusCode
-    message: str
-
-
-class RefusedMessage(InvalidArgument):
-    """A client stream's message was refused; `code` is the status to answer (validation.abort_invalid)."""
-
-    def __init__(self, refused: Refused) -> None:
-        super().__init__(refused.message)
-        self.code = refused.code
-
-
 def guarded_decoder(method: str, decode: Callable[[bytes], object], limit: int) -> Callable[[bytes], object]:
-    """`decode`, but a Refused instead of an exception, and a Refused for more than `limit` bytes."""
+    """`decode`, but returning (not raising) a Refusal for bytes that do not decode or exceed `limit`."""
     rpc = method.lstrip("/")
     message = getattr(getattr(getattr(decode, "__self__", None), "DESCRIPTOR", None), "full_name", rpc)
 
     def decoder(data: bytes) -> object:
         if len(data) > limit:
-            return Refused(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                           f"request is {len(data)} bytes; the limit of {rpc} is {human_bytes(limit)}")
+            return Refusal(f"request is {len(data)} bytes; the limit of {rpc} is {human_bytes(limit)}",
+                           grpc.StatusCode.RESOURCE_EXHAUSTED)
         try:
             return decode(data)
         except Exception as err:  # DecodeError, UnicodeDecodeError, anything the decoder raises
-            return Refused(grpc.StatusCode.INVALID_ARGUMENT,
-                           f"request does not decode as {message}: {type(err).__name__}: {err}")
+            return InvalidArgument(f"request does not decode as {message}: {type(err).__name__}: {err}")
 
     return decoder
 
 
 async def _checked(requests: AsyncIterator) -> AsyncIterator:
     async for request in requests:
-        if isinstance(request, Refused):
-            raise RefusedMessage(request)
+        if isinstance(request, Refusal):
+            raise request
         yield request
 
 
 def _unary(behaviour):
     async def guarded(request, context):
-        if isinstance(request, Refused):
-            await context.abort(request.code, request.message)
+        if isinstance(request, Refusal):
+            await abort_invalid(context, request)
         return await behaviour(request, context)
 
     return guarded
@@ -77,7 +59,7 @@ def _client_stream(behaviour):
     async def guarded(request_iterator, context):
         try:
             return await behaviour(_checked(request_iterator), context)
-        except RefusedMessage as err:
+        except Refusal as err:
             await abort_invalid(context, err)
 
     return guarded

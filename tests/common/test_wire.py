@@ -12,7 +12,8 @@ import pytest
 from hybridsearch.common.config import get_settings
 from hybridsearch.common.limits import REQUEST_BYTES, human_bytes, request_limit
 from hybridsearch.common.server import create_server
-from hybridsearch.common.wire import Refused, guarded_decoder
+from hybridsearch.common.validation import Refusal
+from hybridsearch.common.wire import guarded_decoder
 from hybridsearch.fusion.service import FusionServicer
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.ingest import IngestServicer
@@ -33,15 +34,15 @@ def test_limits_table():
 @pytest.mark.parametrize("data", [BAD_UTF8_FIELD_1, TRUNCATED, GARBAGE])
 def test_decoder_refuses_what_does_not_decode(data):
     out = guarded_decoder("/hybridsearch.v1.SearchService/Search", search_pb2.SearchRequest.FromString, 100)(data)
-    assert isinstance(out, Refused) and out.code == grpc.StatusCode.INVALID_ARGUMENT
-    assert out.message.startswith("request does not decode as hybridsearch.v1.SearchRequest: ")
+    assert isinstance(out, Refusal) and out.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert str(out).startswith("request does not decode as hybridsearch.v1.SearchRequest: ")
 
 
 def test_decoder_passes_messages_and_refuses_size():
     decode = guarded_decoder("/hybridsearch.v1.SearchService/Search", search_pb2.SearchRequest.FromString, 100)
     assert decode(search_pb2.SearchRequest(query="ok").SerializeToString()).query == "ok"
     out = decode(search_pb2.SearchRequest(query="x" * 200).SerializeToString())
-    assert out.code == grpc.StatusCode.RESOURCE_EXHAUSTED and "100 bytes" in out.message
+    assert out.code == grpc.StatusCode.RESOURCE_EXHAUSTED and "100 bytes" in str(out)
 
 
 @pytest.fixture
