@@ -93,3 +93,13 @@ def test_store_failures_tell_retry_from_refusal():
     assert stream_progress(0, 0, "") == ("nothing of this stream was committed",
                                          (("committed-batches", "0"), ("committed-documents", "0"), ("last-committed-id", "")))
     assert "2 earlier batches of this stream (7 documents, the last 'x')" in stream_progress(2, 7, "x")[0]
+
+
+def test_the_client_batches_by_count_and_bytes():
+    from hybridsearch.client import upsert_requests
+
+    docs = [ingest_pb2.Document(id=f"d{i}", text="x" * 1000) for i in range(10)]
+    assert [len(r.documents) for r in upsert_requests("c", docs, 4)] == [4, 4, 2]
+    requests = list(upsert_requests("c", docs, 64, max_bytes=16 * 1024 + 3100))
+    assert [len(r.documents) for r in requests] == [3, 3, 3, 1]
+    assert all(r.ByteSize() <= 16 * 1024 + 3100 for r in requests)
