@@ -108,16 +108,17 @@ def store_failure(results: list, what: str = "write") -> Refusal | None:
     return Refusal(f"{what} not acknowledged, retry is safe: {reasons}", grpc.StatusCode.UNAVAILABLE)
 
 
-# Trailing metadata of a client stream that failed: what it had committed before the failure.
-STREAM_PROGRESS_KEYS = ("committed-batches", "committed-documents", "last-committed-id")
+# Trailing metadata of a client stream that failed: what it had committed before the failure. The
+# id is binary metadata (its UTF-8 bytes): an id may hold characters an ASCII header value cannot.
+STREAM_PROGRESS_KEYS = ("committed-batches", "committed-documents", "last-committed-id-bin")
 
 
-def stream_progress(batches: int, documents: int, last_id: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+def stream_progress(batches: int, documents: int, last_id: str) -> tuple[str, tuple[tuple[str, str | bytes], ...]]:
     """(sentence for the error message, trailing metadata) of a stream's committed batches."""
     sentence = (f"{batches} earlier batch{'es' if batches != 1 else ''} of this stream "
                 f"({documents} documents, the last {last_id!r}) were committed" if batches
                 else "nothing of this stream was committed")
-    return sentence, tuple(zip(STREAM_PROGRESS_KEYS, (str(batches), str(documents), last_id)))
+    return sentence, tuple(zip(STREAM_PROGRESS_KEYS, (str(batches), str(documents), last_id.encode())))
 
 
 class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
