@@ -7,7 +7,7 @@ INVALID_ARGUMENT, RESOURCE_EXHAUSTED; never UNKNOWN, INTERNAL, UNAVAILABLE or DE
 (every call has a 10 s deadline, so a hang fails), and every process of the stack still serves
 after the run.
 
-2,000 cases by default; `HYBRIDSEARCH_FUZZ_CASES=100000` runs more (the README's "Fuzzing" says how)
+2,000 cases by default; `HYBRIDSEARCH_FUZZ_CASES=100000` runs more (README "Limits" says how)
 and the counts by RPC and status code are printed and written to `HYBRIDSEARCH_FUZZ_REPORT`
 (default: fuzz-report.json in pytest's temporary directory).
 """
@@ -247,6 +247,9 @@ def hostile(kind: str) -> st.SearchStrategy[str]:
 
 COLLECTIONS = mostly(st.sampled_from(["", "hostile", "fuzz", "fuzz-2", "a" * 63]),
                      st.one_of(st.sampled_from(["a" * 64, "Fuzz", "fuzz\n", "-x"]), hostile("collection")))
+# Reads never create a collection, so they may name any valid one (Upsert keeps to a few: each new name is a new collection on disk).
+READ_COLLECTIONS = mostly(st.one_of(st.sampled_from(["", "hostile", "legs"]),
+                                    st.from_regex(r"[a-z0-9][a-z0-9_-]{0,62}", fullmatch=True)), COLLECTIONS)
 IDS = mostly(st.sampled_from(["d0", "d1", "f1", "f2", "\U0001f600", "x\x00y"]),
              st.one_of(st.sampled_from(["x#1", "a b", "d\n"]), hostile("id")))
 KEYS = mostly(st.sampled_from(["lang", "a-b", "_k", "k", "0"]), hostile("key"))
@@ -265,7 +268,7 @@ def filters(draw):
 @st.composite
 def search_requests(draw):
     request = search_pb2.SearchRequest(
-        query=draw(hostile("query")), collection=draw(COLLECTIONS), mode=draw(ENUMS), effort=draw(ENUMS),
+        query=draw(hostile("query")), collection=draw(READ_COLLECTIONS), mode=draw(ENUMS), effort=draw(ENUMS),
         filters=draw(st.lists(filters(), max_size=3)), min_score=draw(mostly(st.just(0.0), FLOATS)),
         explain=draw(st.booleans()), offset=draw(mostly(st.integers(0, 20), INT32)),
     )
@@ -288,7 +291,7 @@ documents = st.builds(
 upsert_requests = st.builds(ingest_pb2.UpsertRequest, collection=COLLECTIONS,
                             documents=st.lists(documents, max_size=3))
 delete_requests = st.builds(ingest_pb2.DeleteRequest, collection=COLLECTIONS, ids=st.lists(IDS, max_size=5))
-stats_requests = st.builds(ingest_pb2.StatsRequest, collection=COLLECTIONS)
+stats_requests = st.builds(ingest_pb2.StatsRequest, collection=READ_COLLECTIONS)
 TYPED = {SEARCH: search_requests(), UPSERT: upsert_requests, DELETE: delete_requests, STATS: stats_requests}
 
 
