@@ -25,8 +25,14 @@ from hypothesis import strategies as st
 from stacks import gateway_client, running_stack, stack_env_on
 
 from hybridsearch.common.limits import (
+    MAX_DELETE_IDS,
     MAX_DOC_ID_CHARS,
+    MAX_DOCUMENTS,
+    MAX_FILTER_VALUES,
+    MAX_FILTERS,
     MAX_KEY_CHARS,
+    MAX_METADATA_BYTES,
+    MAX_METADATA_KEYS,
     MAX_QUERY_CHARS,
     MAX_TEXT_CHARS,
     MAX_TITLE_CHARS,
@@ -233,6 +239,17 @@ def mostly(valid: st.SearchStrategy, hostile_values: st.SearchStrategy) -> st.Se
     return st.sampled_from([False] * 7 + [True]).flatmap(lambda bad: hostile_values if bad else valid)
 
 
+# Lists at their limits and one past: filters, metadata (keys, value bytes in all).
+FILTER_LISTS_AT_LIMITS = [
+    [common_pb2.MetadataFilter(field=f"k{i}", any_of=common_pb2.StringList(values=[f"v{j}" for j in range(n_values)]))
+     for i in range(n_filters)]
+    for n_filters, n_values in ((MAX_FILTERS, MAX_FILTER_VALUES), (MAX_FILTERS + 1, 1), (1, MAX_FILTER_VALUES + 1))
+]
+METADATA_AT_LIMITS = [
+    {f"k{i}": "v" * 100 for i in range(MAX_METADATA_KEYS)},                     # 64 keys, 6.5 KiB
+    {f"k{i}": "v" for i in range(MAX_METADATA_KEYS + 1)},                       # a key too many
+    {f"k{i}": "v" * MAX_VALUE_CHARS for i in range(MAX_METADATA_BYTES // MAX_VALUE_CHARS)},  # bytes over
+]
 INT32 = st.one_of(st.integers(-3, 1100), st.sampled_from([-(2**31), 2**31 - 1, 1000, 1001]))
 FLOATS = st.one_of(st.floats(-2, 2, width=32), st.sampled_from([float("nan"), float("inf"), float("-inf"), 1e30, -0.0]))
 
@@ -269,7 +286,7 @@ def filters(draw):
 def search_requests(draw):
     request = search_pb2.SearchRequest(
         query=draw(hostile("query")), collection=draw(READ_COLLECTIONS), mode=draw(ENUMS), effort=draw(ENUMS),
-        filters=draw(st.lists(filters(), max_size=3)), min_score=draw(mostly(st.just(0.0), FLOATS)),
+        filters=draw(mostly(st.lists(filters(), max_size=3), st.sampled_from(FILTER_LISTS_AT_LIMITS))), min_score=draw(mostly(st.just(0.0), FLOATS)),
         explain=draw(st.booleans()), offset=draw(mostly(st.integers(0, 20), INT32)),
     )
     if draw(st.booleans()):
@@ -286,11 +303,15 @@ def search_requests(draw):
 
 documents = st.builds(
     ingest_pb2.Document, id=IDS, title=hostile("title"), text=hostile("text"),
-    metadata=st.dictionaries(KEYS, VALUES, max_size=4),
+    metadata=mostly(st.dictionaries(KEYS, VALUES, max_size=4), st.sampled_from(METADATA_AT_LIMITS)),
 )
+# A batch of 1000 documents (one text: embedded once, the cache serves the rest) and one too many.
+BATCHES_AT_LIMITS = [[ingest_pb2.Document(id=f"m{i}", text="the same text") for i in range(n)]
+                     for n in (MAX_DOCUMENTS, MAX_DOCUMENTS + 1)]
 upsert_requests = st.builds(ingest_pb2.UpsertRequest, collection=COLLECTIONS,
-                            documents=st.lists(documents, max_size=3))
-delete_requests = st.builds(ingest_pb2.DeleteRequest, collection=COLLECTIONS, ids=st.lists(IDS, max_size=5))
+                            documents=mostly(st.lists(documents, max_size=3), st.sampled_from(BATCHES_AT_LIMITS)))
+delete_requests = st.builds(ingest_pb2.DeleteRequest, collection=COLLECTIONS, ids=mostly(
+    st.lists(IDS, max_size=5), st.sampled_from([[f"m{i}" for i in range(n)] for n in (MAX_DELETE_IDS, MAX_DELETE_IDS + 1)])))
 stats_requests = st.builds(ingest_pb2.StatsRequest, collection=READ_COLLECTIONS)
 TYPED = {SEARCH: search_requests(), UPSERT: upsert_requests, DELETE: delete_requests, STATS: stats_requests}
 
