@@ -69,10 +69,12 @@ def channel(stack):
 
 @pytest.fixture(scope="module")
 def indexed(stack):
-    """Four documents in collection `legs` (no other test writes there) whose metadata the filters select."""
+    """Five documents in collection `legs` (no other test writes there) whose metadata the filters select."""
     docs = [ingest_pb2.Document(id=f"d{i}", title=f"Note {i}", text=f"glacier ice melt note number {i}",
                                 metadata={"lang": "en" if i % 2 else "fr", "a-b": str(i % 3), "_k": "x"})
             for i in range(4)]
+    docs.append(ingest_pb2.Document(id="d4", title="Note 4", text="glacier ice melt note without a language",
+                                    metadata={"_k": "y"}))  # no lang, no a-b: not_equals keeps it, equals does not
     with gateway_client(stack) as client:
         client.index("legs", docs)
     return docs
