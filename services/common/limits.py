@@ -58,8 +58,9 @@ REQUEST_BYTES: dict[str, int] = {
 }
 # Anything else a server answers (health, reflection): small.
 OTHER_REQUEST_BYTES = 64 * KiB
-# What a server lets gRPC receive at all: its largest RPC limit (the per-RPC limit is then checked
-# on the received bytes, before decoding).
+# Which services each server process runs (`hybridsearch serve NAME`).
+SERVICES_OF = {"gateway": ("SearchService", "IngestService"), "bm25": ("Bm25Service",),
+               "vector": ("VectorService",), "expansion": ("ExpansionService",), "fusion": ("FusionService",)}
 MAX_RECEIVE_BYTES = max(REQUEST_BYTES.values())
 # Responses and client channels: a leg's ranked lists carry passages (1000 hits x 32 queries at most).
 MAX_RESPONSE_BYTES = 64 * MiB
@@ -68,6 +69,15 @@ MAX_RESPONSE_BYTES = 64 * MiB
 def request_limit(method: str) -> int:
     """The byte limit of a request to `method` ("/package.Service/Method", as gRPC names it)."""
     return REQUEST_BYTES.get(method.lstrip("/"), OTHER_REQUEST_BYTES)
+
+
+def receive_limit(server: str) -> int:
+    """What gRPC lets a server receive at all: the largest limit of its RPCs (each RPC's own limit is
+    then checked on the received bytes, before decoding); a server of unknown name gets the largest."""
+    services = SERVICES_OF.get(server)
+    if services is None:
+        return MAX_RECEIVE_BYTES
+    return max(limit for rpc, limit in REQUEST_BYTES.items() if rpc.split("/")[0].rsplit(".", 1)[-1] in services)
 
 
 def human_bytes(n: int) -> str:

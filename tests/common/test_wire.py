@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 from hybridsearch.common.config import get_settings
-from hybridsearch.common.limits import REQUEST_BYTES, human_bytes, request_limit
+from hybridsearch.common.limits import REQUEST_BYTES, human_bytes, receive_limit, request_limit
 from hybridsearch.common.server import create_server
 from hybridsearch.common.validation import Refusal
 from hybridsearch.common.wire import guarded_decoder
@@ -28,6 +28,9 @@ GARBAGE = b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"
 def test_limits_table():
     assert request_limit("/hybridsearch.v1.SearchService/Search") == REQUEST_BYTES["hybridsearch.v1.SearchService/Search"]
     assert request_limit("/grpc.health.v1.Health/Check") < request_limit("/hybridsearch.v1.IngestService/Upsert")
+    assert receive_limit("gateway") == REQUEST_BYTES["hybridsearch.v1.IngestService/Upsert"]
+    assert receive_limit("fusion") == REQUEST_BYTES["hybridsearch.v1.FusionService/Fuse"]
+    assert receive_limit("bm25") == receive_limit("other") == max(REQUEST_BYTES.values())
     assert human_bytes(8 * 1024 * 1024) == "8 MiB" and human_bytes(1024) == "1 KiB" and human_bytes(1500) == "1500 bytes"
 
 
