@@ -249,7 +249,7 @@ FILTER_LISTS_AT_LIMITS = [
     [common_pb2.MetadataFilter(field=f"k{i}", any_of=common_pb2.StringList(values=[f"v{j}" for j in range(n_values)]))
      for i in range(n_filters)]
     for n_filters, n_values in ((MAX_FILTERS, MAX_FILTER_VALUES), (MAX_FILTERS + 1, 1), (1, MAX_FILTER_VALUES + 1))
-]
+] + [[common_pb2.MetadataFilter(field="k", any_of=common_pb2.StringList(values=["v" * 1000] * 100))]]  # > 64 KiB
 METADATA_AT_LIMITS = [
     {f"k{i}": "v" * 100 for i in range(MAX_METADATA_KEYS)},                     # 64 keys, 6.5 KiB
     {f"k{i}": "v" for i in range(MAX_METADATA_KEYS + 1)},                       # a key too many
