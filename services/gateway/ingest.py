@@ -115,9 +115,8 @@ STREAM_PROGRESS_KEYS = ("committed-batches", "committed-documents", "last-commit
 
 def stream_progress(batches: int, documents: int, last_id: str) -> tuple[str, tuple[tuple[str, str | bytes], ...]]:
     """(sentence for the error message, trailing metadata) of a stream's committed batches."""
-    sentence = (f"{batches} earlier batch{'es' if batches != 1 else ''} of this stream "
-                f"({documents} documents, the last {last_id!r}) were committed" if batches
-                else "nothing of this stream was committed")
+    sentence = (f"{batches} earlier {'batch was' if batches == 1 else 'batches were'} committed "
+                f"({documents} documents, the last {last_id!r})" if batches else "nothing of this stream was committed")
     return sentence, tuple(zip(STREAM_PROGRESS_KEYS, (str(batches), str(documents), last_id.encode())))
 
 

@@ -212,7 +212,7 @@ def test_a_stream_that_fails_half_way_says_what_it_committed(channel, stack):
     bad = ingest_pb2.UpsertRequest(collection="stream", documents=[ingest_pb2.Document(id="s3\n", text="x")])
     code, details, trailing = stream(channel, [ok.SerializeToString(), bad.SerializeToString()])
     assert code == grpc.StatusCode.INVALID_ARGUMENT
-    assert "1 earlier batch of this stream (2 documents, the last 's2') were committed" in details
+    assert "(1 earlier batch was committed (2 documents, the last 's2'))" in details
     assert trailing == {"committed-batches": "1", "committed-documents": "2", "last-committed-id-bin": b"s2"}
     code, details, trailing = stream(channel, [BAD_UTF8])
     assert "nothing of this stream was committed" in details and trailing["committed-batches"] == "0"
