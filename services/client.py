@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 import grpc
 
 from hybridsearch.common.limits import KiB, UPSERT_REQUEST_BYTES
-from hybridsearch.common.server import CHANNEL_OPTIONS
+from hybridsearch.common.server import CHANNEL_OPTIONS, RETRY_OPTIONS
 from hybridsearch.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
 
 MODES = {"bm25": common_pb2.RETRIEVAL_MODE_BM25, "vector": common_pb2.RETRIEVAL_MODE_VECTOR,
@@ -36,7 +36,8 @@ def upsert_requests(collection: str, documents: Iterable[ingest_pb2.Document], b
 
 class GatewayClient:
     def __init__(self, address: str) -> None:
-        self.channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+        # gRPC's retry policy: every public RPC is idempotent (content-hash upserts), so UNAVAILABLE is retried.
+        self.channel = grpc.insecure_channel(address, options=[*CHANNEL_OPTIONS, *RETRY_OPTIONS])
         self.search_stub = search_pb2_grpc.SearchServiceStub(self.channel)
         self.ingest_stub = ingest_pb2_grpc.IngestServiceStub(self.channel)
 

@@ -138,14 +138,16 @@ RETRY_SERVICE_CONFIG = json.dumps(
 )
 
 
+RETRY_OPTIONS = [("grpc.service_config", RETRY_SERVICE_CONFIG), ("grpc.enable_retries", 1)]
+
+
 def insecure_channel(address: str) -> grpc.aio.Channel:
     """A client channel with retries, OTel context propagation and large messages allowed."""
     return grpc.aio.insecure_channel(
         address,
         options=[
             *CHANNEL_OPTIONS,
-            ("grpc.service_config", RETRY_SERVICE_CONFIG),
-            ("grpc.enable_retries", 1),
+            *RETRY_OPTIONS,
             # A restarted peer is found again within a second, not after minutes of backoff.
             ("grpc.initial_reconnect_backoff_ms", 100),
             ("grpc.min_reconnect_backoff_ms", 100),
