@@ -51,6 +51,10 @@ REQUEST_BYTES: dict[str, int] = {
     "hybridsearch.v1.VectorService/DeleteDocuments": 1 * MiB,
     "hybridsearch.v1.Bm25Service/ContentHashes": 1 * MiB,
     "hybridsearch.v1.VectorService/ContentHashes": 1 * MiB,
+    "hybridsearch.v1.Bm25Service/ListDocuments": 1 * KiB,
+    "hybridsearch.v1.VectorService/ListDocuments": 1 * KiB,
+    "hybridsearch.v1.Bm25Service/GetChunks": 1 * MiB,                    # 1000 ids of 256 characters
+    "hybridsearch.v1.VectorService/GetChunks": 1 * MiB,
     "hybridsearch.v1.Bm25Service/Stats": 1 * KiB,
     "hybridsearch.v1.VectorService/Stats": 1 * KiB,
     "hybridsearch.v1.ExpansionService/Expand": SEARCH_REQUEST_BYTES,

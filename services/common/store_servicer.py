@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grpc
 
-from hybridsearch.common.limits import MAX_CHUNKS_PER_REQUEST, MAX_LEG_LIMIT, MAX_LEG_QUERIES
+from hybridsearch.common.limits import MAX_CHUNKS_PER_REQUEST, MAX_DELETE_IDS, MAX_LEG_LIMIT, MAX_LEG_QUERIES
 from hybridsearch.common.stores import EngineUnavailable
 from hybridsearch.common.validation import (
     InvalidArgument,
@@ -16,6 +16,8 @@ from hybridsearch.common.validation import (
     check_metadata,
 )
 from hybridsearch.v1 import common_pb2
+
+LIST_PAGE = 5000  # documents per ListDocuments page (~80 bytes each)
 
 
 def check_leg_search(request: common_pb2.LegSearchRequest) -> tuple[str, list[common_pb2.MetadataFilter]]:
@@ -78,6 +80,26 @@ class StoreServicerMixin:
         return common_pb2.StoreStats(
             engine=stats.engine, documents=stats.documents, chunks=stats.chunks, details=stats.details
         )
+
+    async def ListDocuments(self, request, context):
+        """Every stored document in pages of LIST_PAGE (one listing, streamed)."""
+        try:
+            collection = check_collection(request.collection)
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        documents = await self._call_engine(context, self.engine.list_documents(collection))
+        for start in range(0, len(documents), LIST_PAGE):
+            yield common_pb2.ListDocumentsPage(documents=documents[start:start + LIST_PAGE])
+
+    async def GetChunks(self, request, context):
+        try:
+            collection = check_collection(request.collection)
+            if len(request.doc_ids) > MAX_DELETE_IDS:
+                raise InvalidArgument(f"at most {MAX_DELETE_IDS} documents a request, got {len(request.doc_ids)}")
+            ids = [check_doc_id(d) for d in request.doc_ids]
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        return common_pb2.GetChunksResponse(chunks=await self._call_engine(context, self.engine.get_chunks(collection, ids)))
 
     async def ContentHashes(self, request, context):
         try:

@@ -11,6 +11,7 @@ committed: in the message and in trailing metadata (`STREAM_PROGRESS_KEYS`).
 from __future__ import annotations
 
 import asyncio
+import time
 
 import grpc
 
@@ -42,14 +43,16 @@ WRITE_TIMEOUT_S = 600.0
 INGEST_MAX_WAIT_S = 30.0
 
 
-def document_chunks(doc: ingest_pb2.Document, words: int, overlap: int, tag: str = "") -> list[common_pb2.Chunk]:
-    """The document's chunks of `words` words; `tag` keeps a store's own chunk ids apart from the shared ones."""
+def document_chunks(doc: ingest_pb2.Document, words: int, overlap: int, tag: str = "",
+                    written_at_ms: int = 0) -> list[common_pb2.Chunk]:
+    """The document's chunks of `words` words; `tag` keeps a store's own chunk ids apart from the shared ones;
+    `written_at_ms` stamps the write (reconcile keeps the newer of two diverged versions)."""
     metadata = dict(doc.metadata)
     digest = content_hash(doc.title, doc.text, metadata)
     return [
         common_pb2.Chunk(
             chunk_id=f"{doc.id}#{tag}{piece.position}", doc_id=doc.id, position=piece.position, title=doc.title,
-            heading=piece.heading, text=piece.text, metadata=metadata, content_hash=digest,
+            heading=piece.heading, text=piece.text, metadata=metadata, content_hash=digest, written_at_ms=written_at_ms,
         )
         for piece in chunk_text(doc.text, words, overlap)
     ]
@@ -58,12 +61,15 @@ def document_chunks(doc: ingest_pb2.Document, words: int, overlap: int, tag: str
 def store_requests(collection: str, documents: list[ingest_pb2.Document],
                    settings: Settings) -> tuple[common_pb2.UpsertChunksRequest, common_pb2.UpsertChunksRequest]:
     """What each store is sent: the shared chunks, or the vector leg's own passages when configured."""
-    shared = [c for d in documents for c in document_chunks(d, settings.chunk_words, settings.chunk_overlap_words)]
+    now_ms = time.time_ns() // 1_000_000
+    shared = [c for d in documents
+              for c in document_chunks(d, settings.chunk_words, settings.chunk_overlap_words, written_at_ms=now_ms)]
     bm25 = common_pb2.UpsertChunksRequest(collection=collection, chunks=shared)
     words = settings.vector.chunk_words
     if not words or words == settings.chunk_words:
         return bm25, bm25
-    passages = [c for d in documents for c in document_chunks(d, words, settings.vector.chunk_overlap_words, "p")]
+    passages = [c for d in documents
+                for c in document_chunks(d, words, settings.vector.chunk_overlap_words, "p", written_at_ms=now_ms)]
     return bm25, common_pb2.UpsertChunksRequest(collection=collection, chunks=passages)
 
 
