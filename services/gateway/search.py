@@ -31,6 +31,7 @@ from hybridsearch.gateway.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.breakers import Breakers, CircuitOpen
 from hybridsearch.gateway.request import SearchPlan, plan_search
+from hybridsearch.gateway.rerank_policy import ModelInfo, decide_rerank, needs_model
 from hybridsearch.reranker.blend import blend
 from hybridsearch.v1 import common_pb2, expansion_pb2, fusion_pb2, search_pb2, search_pb2_grpc
 
@@ -372,45 +373,26 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             return fuse_proto(trace.lists, plan.fusion, limit, with_text=False)
 
     async def _rerank(self, plan, fused, deadline, trace) -> Reranked:
-        """Reranks the head of the fused list when the plan and the model allow it."""
+        """Reranks the head of the fused list when the plan and the model allow it (gateway.rerank_policy)."""
         unchanged = Reranked(order=list(range(len(fused))))
-        wanted = plan.rerank_requested  # True / False / None (effort and model decide)
-        # Decided by the plan alone: no need to ask Triton about its model.
-        if wanted is False:
-            trace.leg("rerank", SKIPPED, "not requested")
-            return unchanged
-        if wanted is None and plan.effort == common_pb2.EFFORT_FAST:
-            trace.leg("rerank", SKIPPED, "fast effort")
-            return unchanged
-        try:
-            async with self.breakers.guard("rerank"):
-                info = await self.backends.reranker.model_info()
-        except Exception as err:  # Triton down or model not loaded, or its breaker open
-            # A rerank the plan would have run is a failure the answer flags; otherwise it was not wanted anyway.
-            would_run = wanted or plan.effort == common_pb2.EFFORT_THOROUGH or (
-                plan.effort == common_pb2.EFFORT_BALANCED and self.settings.rerank.in_balanced)
-            trace.leg("rerank", FAILED if would_run else SKIPPED, f"reranker unavailable: {_reason(err)}")
-            return unchanged
-        trace.reranker_model = info["name"]
-        if not info["trained"]:
-            trace.notices.append(f"reranker model {info['name']!r} is untrained (fresh classification head)")
         cfg = self.settings.rerank
-        if wanted is None and not info["trained"] and not cfg.allow_untrained:
-            trace.leg("rerank", SKIPPED, "reranker model is untrained")
+        decision = needs_model(plan.rerank_requested, plan.effort)
+        if decision is None:
+            model, unavailable = None, ""
+            try:
+                async with self.breakers.guard("rerank"):
+                    model = ModelInfo.of(await self.backends.reranker.model_info())
+            except Exception as err:  # Triton down or model not loaded, or its breaker open
+                unavailable = _reason(err)
+            if model is not None:
+                trace.reranker_model = model.name
+                if not model.trained:
+                    trace.notices.append(f"reranker model {model.name!r} is untrained (fresh classification head)")
+            decision = decide_rerank(plan.rerank_requested, plan.effort, cfg, model, unavailable, len(fused))
+        if not decision.run:
+            trace.leg("rerank", decision.state, decision.reason)
             return unchanged
-        if wanted is None and plan.effort == common_pb2.EFFORT_BALANCED and not cfg.in_balanced:
-            trace.leg("rerank", SKIPPED, "off in BALANCED (rerank.in_balanced: see docs/quality.md)")
-            return unchanged
-
-        thorough = plan.effort == common_pb2.EFFORT_THOROUGH
-        if info["gpu"]:
-            pool = cfg.pool_gpu_deep if thorough else cfg.pool_gpu_standard
-        else:
-            pool = cfg.pool_cpu_deep if thorough else cfg.pool_cpu
-        head = fused[:pool]
-        if len(head) < cfg.min_candidates:
-            trace.leg("rerank", SKIPPED, f"fewer than {cfg.min_candidates} candidates")
-            return unchanged
+        head = fused[:decision.pool]
         passages = [_passage(trace.hit(h.chunk_id)) for h in head]
         with self._observed("rerank") as span:
             span.set_attribute("rerank.pool", len(head))
@@ -422,7 +404,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                 return unchanged
         blended = blend(plan.query, [h.normalized_score for h in head], scores, passages, cfg.score_floor,
                         tuple(cfg.bands), cfg.tail_fusion_weight)
-        trace.leg("rerank", OK, f"{info['name']}: {len(head)} candidates")
+        trace.leg("rerank", OK, decision.reason)
         return Reranked(
             order=[b.index for b in blended] + list(range(len(head), len(fused))),
             rerank={b.index: b.rerank for b in blended},

@@ -1,0 +1,80 @@
+"""Whether a search reranks, and with how many candidates: one pure decision (unit-tested over a table).
+
+Inputs: what the request asked (`rerank` true / false / unset), its effort, the reranker model Triton
+serves (or why it could not be asked), the rerank settings and how many fused candidates there are.
+The order of the rules is the order a reader would check them:
+
+  1. asked not to                                   -> skipped
+  2. unset and FAST                                 -> skipped (decided without asking Triton)
+  3. the model cannot be asked (Triton down, breaker open):
+       a rerank the plan would have run             -> FAILED (the answer is degraded and says so)
+       otherwise                                    -> skipped
+  4. unset, model untrained, untrained not allowed  -> skipped
+  5. unset, BALANCED, rerank.in_balanced off        -> skipped
+  6. fewer fused candidates than rerank.min_candidates -> skipped
+  7. otherwise rerank the head: the pool by device (GPU / CPU) and depth (THOROUGH / the rest)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hybridsearch.common.config import RerankSettings
+from hybridsearch.v1 import common_pb2, search_pb2
+
+FAST, BALANCED, THOROUGH = common_pb2.EFFORT_FAST, common_pb2.EFFORT_BALANCED, common_pb2.EFFORT_THOROUGH
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    trained: bool
+    gpu: bool
+
+    @classmethod
+    def of(cls, info: dict) -> ModelInfo:
+        return cls(info["name"], info["trained"], info["gpu"])
+
+
+@dataclass(frozen=True)
+class RerankDecision:
+    run: bool
+    state: int = search_pb2.LEG_STATE_SKIPPED  # when not run: SKIPPED, or FAILED (the answer is degraded)
+    reason: str = ""
+    pool: int = 0
+
+
+def skipped(reason: str) -> RerankDecision:
+    return RerankDecision(False, search_pb2.LEG_STATE_SKIPPED, reason)
+
+
+def needs_model(requested: bool | None, effort: int) -> RerankDecision | None:
+    """Rules 1-2: a decision the request alone makes (None: the model must be asked)."""
+    if requested is False:
+        return skipped("not requested")
+    if requested is None and effort == FAST:
+        return skipped("fast effort")
+    return None
+
+
+def decide_rerank(requested: bool | None, effort: int, cfg: RerankSettings, model: ModelInfo | None,
+                  unavailable: str = "", candidates: int = 0) -> RerankDecision:
+    """The whole decision; `model` None means it could not be asked (`unavailable` says why)."""
+    if (early := needs_model(requested, effort)) is not None:
+        return early
+    if model is None:
+        would_run = requested or effort == THOROUGH or (effort == BALANCED and cfg.in_balanced)
+        state = search_pb2.LEG_STATE_FAILED if would_run else search_pb2.LEG_STATE_SKIPPED
+        return RerankDecision(False, state, f"reranker unavailable: {unavailable}")
+    if requested is None and not model.trained and not cfg.allow_untrained:
+        return skipped("reranker model is untrained")
+    if requested is None and effort == BALANCED and not cfg.in_balanced:
+        return skipped("off in BALANCED (rerank.in_balanced: see docs/quality.md)")
+    if model.gpu:
+        pool = cfg.pool_gpu_deep if effort == THOROUGH else cfg.pool_gpu_standard
+    else:
+        pool = cfg.pool_cpu_deep if effort == THOROUGH else cfg.pool_cpu
+    if min(pool, candidates) < cfg.min_candidates:
+        return skipped(f"fewer than {cfg.min_candidates} candidates")
+    return RerankDecision(True, search_pb2.LEG_STATE_OK, f"{model.name}: {min(pool, candidates)} candidates",
+                          min(pool, candidates))
