@@ -198,6 +198,7 @@ def test_forced_rerank_calls_triton(gateway, sample):
     assert len(reranked) >= 5
     assert all(0.0 <= h.rerank_score <= 1.0 for h in reranked)
     assert len(response.explain.rerank_scores) == len(reranked)
+    assert response.explain.reranker_model and response.explain.reranker_model in legs(response)["rerank"].reason
     assert [h.score for h in response.hits] == sorted((h.score for h in response.hits), reverse=True)
 
 
