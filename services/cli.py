@@ -638,5 +638,53 @@ def loadtest(
     console.print(f"report → {path} (plots: {', '.join(report['plots']) or 'none'})")
 
 
+
+keys_app = typer.Typer(help="API keys per tenant (docs/security.md)", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+
+
+def _csv(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+@keys_app.command("create")
+def keys_create(
+    tenant: Annotated[str, typer.Option(help="tenant name")],
+    read: Annotated[str, typer.Option(help="collections it may read: names or prefix* patterns, comma-separated")] = "",
+    write: Annotated[str, typer.Option(help="collections it may write (upsert, delete), same form")] = "",
+    admin: Annotated[bool, typer.Option("--admin", help="every operation on every collection")] = False,
+    keys_file: Annotated[Optional[Path], typer.Option(help="default: auth.keys_file, else DATA_DIR/auth/keys.yaml")] = None,
+):
+    """Make a random API key, append its sha256 to the keys file and print the key (shown only this once)."""
+    from hybridsearch.common.apikeys import KEYS_FILE, KeyFileError, create_key
+
+    settings = get_settings()
+    path = keys_file or settings.auth.keys_file or settings.data_dir / "auth" / KEYS_FILE
+    try:
+        key, entry = create_key(path, tenant, _csv(read), _csv(write), role="admin" if admin else "tenant")
+    except KeyFileError as err:
+        console.print(f"[red]{err}[/]")
+        raise typer.Exit(2) from None
+    rights = "admin: everything" if admin else f"read {list(entry.read)} write {list(entry.write)}"
+    console.print(f"key {entry.id} for tenant {entry.tenant!r} ({rights}) added to {path}; "
+                  "it is printed once, below, and stored only as a hash")
+    print(key)
+
+
+@app.command()
+def certs(
+    out: Annotated[Optional[Path], typer.Option(help="default: DATA_DIR/tls")] = None,
+    dns: Annotated[str, typer.Option(help="extra DNS names for the server certificate, comma-separated")] = "",
+    ip: Annotated[str, typer.Option(help="extra IP addresses for the server certificate, comma-separated")] = "",
+):
+    """A local CA, a server certificate (localhost, 127.0.0.1, the service names) and an internal client
+    certificate, for HYBRIDSEARCH_TLS__ENABLED=true (docs/security.md). Replaces what is there."""
+    from hybridsearch.common.tls import make_certificates
+
+    folder = out or get_settings().data_dir / "tls"
+    for path in make_certificates(folder, _csv(dns), _csv(ip)):
+        console.print(f"  {path}")
+
+
 if __name__ == "__main__":
     app()
