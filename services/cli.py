@@ -547,7 +547,8 @@ def run_demo():
         ep = get_settings().endpoints
         console.print(f"\n[green]serving[/]: gateway {ep.addr('gateway')} — try\n"
                       f"  .venv/bin/hybridsearch query 'reciprocal rank fusion' --explain\n"
-                      f"  grpcurl -plaintext -d '{{\"query\": \"reranking\"}}' {ep.addr('gateway')} hybridsearch.v1.SearchService/Search\n"
+                      f"  grpcurl -plaintext -H \"authorization: Bearer $(cat {get_settings().data_dir}/auth/admin.key)\" "
+                      f"-d '{{\"query\": \"reranking\"}}' {ep.addr('gateway')} hybridsearch.v1.SearchService/Search\n"
                       "Ctrl-C stops everything.")
         sys.stdout.flush()
         _wait_forever()
