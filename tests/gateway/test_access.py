@@ -144,6 +144,22 @@ def test_read_only_rights_and_a_tenant_sees_only_its_own_hits(secure_stack, tena
         assert client.stats(f"team-{name}-docs").collection == f"team-{name}-docs"
 
 
+async def test_asyncio_channels_of_the_load_generator_carry_the_key(secure_stack, tenants):
+    """aio_gateway_channel (ChannelPool, the fault drill): TLS and the key on every call without metadata."""
+    from hybridsearch.common.access import aio_gateway_channel
+    from hybridsearch.v1 import search_pb2_grpc
+
+    address = secure_stack.settings.endpoints.addr("gateway")
+    request = search_pb2.SearchRequest(query="zebra migration", collection="team-b-docs", top_k=5)
+    async with aio_gateway_channel(address, key=tenants["keys"]["b"]) as channel:
+        reply = await search_pb2_grpc.SearchServiceStub(channel).Search(request, timeout=30)
+        assert reply.hits and all(hit.doc_id.startswith("b-") for hit in reply.hits)
+        with pytest.raises(grpc.aio.AioRpcError) as denied:
+            await search_pb2_grpc.SearchServiceStub(channel).Search(
+                search_pb2.SearchRequest(query="zebra", collection="team-a-docs"), timeout=30)
+        assert denied.value.code() == DENIED
+
+
 def test_health_and_reflection_need_no_key(tls_channel):
     reply = health_pb2_grpc.HealthStub(tls_channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
     assert reply.status == health_pb2.HealthCheckResponse.SERVING
