@@ -657,10 +657,10 @@ def keys_create(
     keys_file: Annotated[Optional[Path], typer.Option(help="default: auth.keys_file, else DATA_DIR/auth/keys.yaml")] = None,
 ):
     """Make a random API key, append its sha256 to the keys file and print the key (shown only this once)."""
-    from hybridsearch.common.apikeys import KEYS_FILE, KeyFileError, create_key
+    from hybridsearch.common.apikeys import KEYS_FILE, KeyFileError, create_key, local_auth_dir
 
     settings = get_settings()
-    path = keys_file or settings.auth.keys_file or settings.data_dir / "auth" / KEYS_FILE
+    path = keys_file or settings.auth.keys_file or local_auth_dir(settings.data_dir) / KEYS_FILE
     try:
         key, entry = create_key(path, tenant, _csv(read), _csv(write), role="admin" if admin else "tenant")
     except KeyFileError as err:
@@ -680,9 +680,9 @@ def certs(
 ):
     """A local CA, a server certificate (localhost, 127.0.0.1, the service names) and an internal client
     certificate, for HYBRIDSEARCH_TLS__ENABLED=true (docs/security.md). Replaces what is there."""
-    from hybridsearch.common.tls import make_certificates
+    from hybridsearch.common.tls import local_tls_dir, make_certificates
 
-    folder = out or get_settings().data_dir / "tls"
+    folder = out or local_tls_dir(get_settings().data_dir)
     for path in make_certificates(folder, _csv(dns), _csv(ip)):
         console.print(f"  {path}")
 

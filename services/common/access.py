@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import grpc
 
-from hybridsearch.common.apikeys import client_key, ensure_local_admin
+from hybridsearch.common.apikeys import client_key, ensure_local_admin, local_auth_dir
 from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.server import CHANNEL_OPTIONS
 from hybridsearch.common.tls import TlsFiles, aio_channel, ensure_local_certificates, sync_channel
@@ -65,7 +65,7 @@ def prepare_local(settings: Settings) -> tuple[dict[str, str], list[str]]:
     the services get on top of the environment, and notes for the console (paths, never a key)."""
     env, notes = {}, []
     if settings.auth.keys_file is None and settings.auth.local_admin:
-        keys_file, admin_file = ensure_local_admin((settings.data_dir / "auth").resolve())
+        keys_file, admin_file = ensure_local_admin(local_auth_dir(settings.data_dir).resolve())
         env["HYBRIDSEARCH_AUTH__KEYS_FILE"] = str(keys_file)
         notes.append(f"auth: API keys on; admin key in {admin_file} (HYBRIDSEARCH_API_KEY overrides; "
                      f"more keys: hybridsearch keys create)")

@@ -169,10 +169,11 @@ def authorize(entry: KeyEntry, operation: Operation, collection: str) -> None:
 
 @dataclass
 class KeyStore:
-    """The keys file, reread when its mtime or size changes. A file that cannot be read keeps no key valid."""
+    """The keys file, reread when it changes (mtime, size or inode: an atomic replace or a Secret's symlink
+    swap). A file that cannot be read keeps no key valid."""
 
     path: Path
-    _stamp: tuple[float, int] | None = None
+    _stamp: tuple[int, int, int] | None = None
     _entries: dict[str, KeyEntry] = field(default_factory=dict)
 
     def entries(self) -> dict[str, KeyEntry]:
@@ -180,7 +181,7 @@ class KeyStore:
             st = self.path.stat()
         except OSError:
             raise KeyFileError(f"keys file {self.path} is missing") from None
-        stamp = (st.st_mtime, st.st_size)
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
         if stamp != self._stamp:
             self._entries = parse_keys(self.path.read_text(), str(self.path))
             self._stamp = stamp
@@ -211,6 +212,11 @@ def create_key(keys_file: Path, tenant: str, read: list[str], write: list[str], 
     return key, entry
 
 
+def local_auth_dir(data_dir: Path) -> Path:
+    """Where one machine keeps its keys file and admin key."""
+    return data_dir / "auth"
+
+
 def ensure_local_admin(auth_dir: Path) -> tuple[Path, Path]:
     """One machine: the keys file and an admin key beside it (0600), made on first start. Returns both paths."""
     keys_file, admin_file = auth_dir / KEYS_FILE, auth_dir / ADMIN_KEY_FILE
@@ -225,6 +231,6 @@ def client_key(data_dir: Path, explicit: str | None = None) -> str | None:
     if explicit:
         return explicit.strip()
     try:
-        return (data_dir / "auth" / ADMIN_KEY_FILE).read_text().strip() or None
+        return (local_auth_dir(data_dir) / ADMIN_KEY_FILE).read_text().strip() or None
     except OSError:
         return None

@@ -35,6 +35,11 @@ LOCAL_IPS = ("127.0.0.1", "::1")
 PUBLIC_SERVICES = ("gateway",)
 
 
+def local_tls_dir(data_dir: Path) -> Path:
+    """Where `make certs` and `serve all` keep one machine's CA, certificates and keys."""
+    return data_dir / "tls"
+
+
 class TlsConfigError(RuntimeError):
     """tls.enabled but a certificate or key file is missing."""
 
@@ -50,7 +55,7 @@ class TlsFiles:
     @classmethod
     def of(cls, settings: Settings) -> TlsFiles:
         """The configured files; unset ones are those `make certs` makes under data_dir/tls."""
-        cfg, base = settings.tls, settings.data_dir / "tls"
+        cfg, base = settings.tls, local_tls_dir(settings.data_dir)
         return cls(cfg.ca_file or base / "ca.crt", cfg.cert_file or base / "server.crt", cfg.key_file or base / "server.key",
                    cfg.client_cert_file or base / "client.crt", cfg.client_key_file or base / "client.key")
 
@@ -193,5 +198,5 @@ def ensure_local_certificates(settings: Settings) -> bool:
             ips.append(str(ipaddress.ip_address(host.strip("[]"))))
         except ValueError:
             names.append(host)
-    make_certificates(settings.data_dir / "tls", names, ips)
+    make_certificates(local_tls_dir(settings.data_dir), names, ips)
     return True
