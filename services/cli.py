@@ -377,6 +377,37 @@ def scale_corpus(
         console.print(f"embedding cache {cache_path}: {record}")
 
 
+@app.command()
+def reconcile(
+    collections: Annotated[list[str], typer.Option("--collection", "-c", help="a collection to reconcile (repeat)")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="report the drift, repair nothing")] = False,
+    json_out: Annotated[Optional[Path], typer.Option("--json-out")] = None,
+):
+    """Find and repair drift between the BM25 and vector stores from their content hashes (hybridsearch.reconcile)."""
+    from hybridsearch.reconcile.run import Reconciler
+
+    async def run() -> list[dict]:
+        reconciler = Reconciler(get_settings())
+        try:
+            return [(await reconciler.run(c, dry_run)).row() for c in collections]
+        finally:
+            await reconciler.close()
+
+    rows = asyncio.run(run())
+    table = Table(title="reconcile" + (" (dry run)" if dry_run else ""))
+    for col in ("collection", "bm25 docs", "vector docs", "missing", "diverged", "torn", "consistent", "repaired", "re-ingest"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        f = r["found"]
+        table.add_row(r["collection"], str(r["documents"]["bm25"]), str(r["documents"]["vector"]), str(f["missing"]),
+                      str(f["diverged"]), str(f["torn"]), str(f["consistent"]), str(r["repaired"]), str(r["reingest_count"]))
+    console.print(table)
+    if json_out:
+        json_out.write_text(json.dumps(rows, indent=2))
+    if any(r["reingest_count"] for r in rows):
+        raise typer.Exit(3)
+
+
 @app.command("store-probe")
 def store_probe(
     collection: Annotated[str, typer.Option("--collection", "-c", help="a collection of the stopped stack's data dir")],

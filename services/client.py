@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from hybridsearch.common.access import gateway_access
-from hybridsearch.common.iterables import batched
+from hybridsearch.common.limits import KiB, UPSERT_REQUEST_BYTES
+from hybridsearch.common.server import CHANNEL_OPTIONS, RETRY_OPTIONS
 from hybridsearch.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
 
 MODES = {"bm25": common_pb2.RETRIEVAL_MODE_BM25, "vector": common_pb2.RETRIEVAL_MODE_VECTOR,
@@ -14,10 +15,29 @@ EFFORTS = {"fast": common_pb2.EFFORT_FAST, "balanced": common_pb2.EFFORT_BALANCE
            "thorough": common_pb2.EFFORT_THOROUGH}
 
 
+def upsert_requests(collection: str, documents: Iterable[ingest_pb2.Document], batch_size: int,
+                    max_bytes: int = UPSERT_REQUEST_BYTES) -> Iterable[ingest_pb2.UpsertRequest]:
+    """Batches of at most `batch_size` documents and `max_bytes` each (a document over the limit alone
+    goes by itself, and the gateway says which limit it exceeds)."""
+    batch: list[ingest_pb2.Document] = []
+    size = len(collection) + 16 * KiB  # the collection, and room for each document's tag and length
+    used = size
+    for doc in documents:
+        n = doc.ByteSize() + 8
+        if batch and (len(batch) == batch_size or used + n > max_bytes):
+            yield ingest_pb2.UpsertRequest(collection=collection, documents=batch)
+            batch, used = [], size
+        batch.append(doc)
+        used += n
+    if batch:
+        yield ingest_pb2.UpsertRequest(collection=collection, documents=batch)
+
+
 class GatewayClient:
     def __init__(self, address: str, api_key: str | None = None) -> None:
+        # gRPC's retry policy: every public RPC is idempotent (content-hash upserts), so UNAVAILABLE is retried.
         # TLS and the API key as configured (HYBRIDSEARCH_API_KEY, else the local admin key): common/access.py
-        self.channel, self.metadata = gateway_access(address, api_key)
+        self.channel, self.metadata = gateway_access(address, api_key, options=[*CHANNEL_OPTIONS, *RETRY_OPTIONS])
         self.search_stub = search_pb2_grpc.SearchServiceStub(self.channel)
         self.ingest_stub = ingest_pb2_grpc.IngestServiceStub(self.channel)
 
@@ -27,9 +47,8 @@ class GatewayClient:
     def index(self, collection: str, documents: Iterable[ingest_pb2.Document], batch_size: int = 64,
               on_batch: Callable[[ingest_pb2.UpsertResponse], None] | None = None) -> ingest_pb2.UpsertResponse:
         total = ingest_pb2.UpsertResponse()
-        for batch in batched(documents, batch_size):
-            part = self.ingest_stub.Upsert(ingest_pb2.UpsertRequest(collection=collection, documents=batch), timeout=900,
-                                           metadata=self.metadata)
+        for request in upsert_requests(collection, documents, batch_size):
+            part = self.ingest_stub.Upsert(request, timeout=900, metadata=self.metadata)
             for name in ("documents_received", "documents_written", "documents_unchanged", "chunks_written"):
                 setattr(total, name, getattr(total, name) + getattr(part, name))
             if on_batch:

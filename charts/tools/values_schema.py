@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from hybridsearch.common.config import Settings
+from hybridsearch.common.validation import COLLECTION_NAME
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "hybridsearch" / "values.schema.json"
 
@@ -300,6 +301,16 @@ def chart_schema() -> dict:
         "vector": component(stateful=True),
         "expansion": component(stateful=False),
         "fusion": component(stateful=False),
+        "reconcile": obj(
+            {
+                "enabled": {"type": "boolean"},
+                "schedule": {"type": "string", "minLength": 9},
+                "collections": {"type": "array", "items": {"type": "string", "pattern": f"^{COLLECTION_NAME.pattern}$"}},
+                "activeDeadlineSeconds": {"type": "integer", "minimum": 60},
+                "resources": {"$ref": "#/definitions/resources"},
+            },
+            ["enabled", "schedule", "collections"],
+        ),
         "triton": obj(
             {
                 "enabled": {"type": "boolean"},

@@ -20,7 +20,7 @@ import bm25s
 import numpy as np
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
-from hybridsearch.common.stores import EngineStats, UpsertResult, chunks_by_document
+from hybridsearch.common.stores import EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, stored_documents
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.validation import matches_filters
 from hybridsearch.v1 import common_pb2
@@ -200,6 +200,20 @@ class _Collection:
                 out[doc_id] = row[0]
         return out
 
+    def all_payloads(self) -> list[dict]:
+        """Every chunk's listed fields (this store keeps no write time: reconcile reads 0)."""
+        rows = self.db.execute("SELECT doc_id, position, content_hash FROM chunks").fetchall()
+        return [{"doc_id": d, "position": p, "content_hash": h} for d, p, h in rows]
+
+    def chunks_of(self, doc_ids: list[str]) -> list[common_pb2.Chunk]:
+        out = []
+        for doc_id in doc_ids:
+            rows = self.db.execute("SELECT chunk_id, doc_id, position, title, heading, text, metadata, content_hash "
+                                   "FROM chunks WHERE doc_id=? ORDER BY position", (doc_id,)).fetchall()
+            out += [chunk_from_payload({"chunk_id": r[0], "doc_id": r[1], "position": r[2], "title": r[3], "heading": r[4],
+                                        "text": r[5], "metadata": json.loads(r[6]), "content_hash": r[7]}) for r in rows]
+        return out
+
 
 def token_ids(retriever: bm25s.BM25, tokens: list[str]) -> list[int]:
     """Ids of the tokens the index has postings for (bm25s keeps an extra "" id without postings)."""
@@ -260,6 +274,16 @@ class EmbeddedBm25Engine:
         if not self._exists(collection):
             return {}
         return await asyncio.to_thread(self._collection(collection).content_hashes, doc_ids)
+
+    async def list_documents(self, collection):
+        if not self._exists(collection):
+            return []
+        return stored_documents(await asyncio.to_thread(self._collection(collection).all_payloads))
+
+    async def get_chunks(self, collection, doc_ids):
+        if not self._exists(collection):
+            return []
+        return await asyncio.to_thread(self._collection(collection).chunks_of, doc_ids)
 
     async def close(self):
         for c in self._collections.values():

@@ -37,7 +37,15 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from hybridsearch.bm25.analyzer import STOPWORD_LISTS
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.iterables import batched
-from hybridsearch.common.stores import EngineStats, EngineUnavailable, UpsertResult, chunks_by_document
+from hybridsearch.common.stores import (
+    LISTED_FIELDS,
+    EngineStats,
+    EngineUnavailable,
+    UpsertResult,
+    chunk_from_payload,
+    chunks_by_document,
+    stored_documents,
+)
 from hybridsearch.v1 import common_pb2
 
 log = logging.getLogger(__name__)
@@ -421,6 +429,30 @@ class OpenSearchBm25Engine:
                 await self._call("hash look-up", lambda: self.client.search(index=index, body=body), retry=True)
             )
             out.update({h["_source"]["doc_id"]: h["_source"]["content_hash"] for h in response["hits"]["hits"]})
+        return out
+
+    async def list_documents(self, collection: str) -> list[common_pb2.StoredDocument]:
+        """Every chunk's listed fields, by a scroll over the index. The index mapping is strict and keeps no
+        write time (adding one would need a mapping change on existing indexes): reconcile reads 0."""
+        if not await self._exists(collection):
+            return []
+        body = {"_source": LISTED_FIELDS, "query": {"match_all": {}}}
+
+        async def scan() -> list[dict]:
+            return [h["_source"] async for h in helpers.async_scan(self.client, index=self.index(collection), query=body,
+                                                                   size=5000)]
+        return stored_documents(await self._call("list documents", scan, retry=True))
+
+    async def get_chunks(self, collection: str, doc_ids: list[str]) -> list[common_pb2.Chunk]:
+        if not doc_ids or not await self._exists(collection):
+            return []
+        index = self.index(collection)
+        out: list[common_pb2.Chunk] = []
+        for ids in batched(list(dict.fromkeys(doc_ids)), IDS_PER_REQUEST):
+            body = {"size": 10_000, "query": {"terms": {"doc_id": ids}}, "sort": [{"doc_id": "asc"}, {"position": "asc"}]}
+            response = check_search_response(
+                await self._call("chunk look-up", lambda: self.client.search(index=index, body=body), retry=True))
+            out += [chunk_from_payload({**h["_source"], "chunk_id": h["_id"]}) for h in response["hits"]["hits"]]
         return out
 
     async def close(self) -> None:

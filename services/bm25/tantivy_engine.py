@@ -34,7 +34,7 @@ import tantivy
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.common.chunking import indexed_text
-from hybridsearch.common.stores import EngineStats, UpsertResult, chunks_by_document
+from hybridsearch.common.stores import EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, stored_documents
 from hybridsearch.v1 import common_pb2
 
 log = logging.getLogger(__name__)
@@ -146,6 +146,16 @@ class _Collection:
                 out[doc_id] = json.loads(bytes(searcher.doc(result.hits[0][1])["payload"][0]))["content_hash"]
         return out
 
+    def all_payloads(self) -> list[dict]:
+        """Every chunk's payload, from one searcher (reconcile lists a whole collection)."""
+        searcher = self.index.searcher()
+        hits = searcher.search(tantivy.Query.all_query(), max(1, searcher.num_docs), count=False).hits
+        return [json.loads(bytes(searcher.doc(addr)["payload"][0])) for _, addr in hits]
+
+    def chunks_of(self, doc_ids: list[str]) -> list[common_pb2.Chunk]:
+        searcher = self.index.searcher()
+        return [chunk_from_payload(p) for d in doc_ids for p in sorted(self._chunks_of(searcher, d), key=lambda p: p["position"])]
+
     # --- writes --------------------------------------------------------------------------------------
 
     def _document(self, c: common_pb2.Chunk) -> tantivy.Document:
@@ -159,6 +169,7 @@ class _Collection:
         doc.add_bytes("payload", json.dumps({
             "chunk_id": c.chunk_id, "doc_id": c.doc_id, "position": c.position, "title": c.title,
             "heading": c.heading, "text": c.text, "metadata": dict(c.metadata), "content_hash": c.content_hash,
+            "written_at_ms": c.written_at_ms,
         }).encode())
         return doc
 
@@ -258,6 +269,16 @@ class TantivyBm25Engine:
         if not self._exists(collection):
             return {}
         return await asyncio.to_thread(lambda: self._collection(collection).content_hashes(doc_ids))
+
+    async def list_documents(self, collection):
+        if not self._exists(collection):
+            return []
+        return stored_documents(await asyncio.to_thread(lambda: self._collection(collection).all_payloads()))
+
+    async def get_chunks(self, collection, doc_ids):
+        if not self._exists(collection):
+            return []
+        return await asyncio.to_thread(lambda: self._collection(collection).chunks_of(doc_ids))
 
     async def close(self):
         for c in self._collections.values():

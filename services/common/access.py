@@ -28,10 +28,11 @@ def key_metadata(key: str | None) -> Metadata:
     return (("authorization", f"Bearer {key}"),) if key else ()
 
 
-def gateway_access(address: str, key: str | None = None, settings: Settings | None = None) -> tuple[grpc.Channel, Metadata]:
+def gateway_access(address: str, key: str | None = None, settings: Settings | None = None,
+                   options: Sequence = CHANNEL_OPTIONS) -> tuple[grpc.Channel, Metadata]:
     """A blocking channel to the gateway and the metadata every call sends."""
     settings = settings or get_settings()
-    return sync_channel(address, settings, CHANNEL_OPTIONS, internal=False), key_metadata(key or api_key(settings))
+    return sync_channel(address, settings, options, internal=False), key_metadata(key or api_key(settings))
 
 
 class KeyMetadata(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.StreamUnaryClientInterceptor):

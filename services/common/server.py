@@ -1,4 +1,4 @@
-"""Bootstrap shared by every gRPC server: health checking, reflection, graceful shutdown."""
+"""Bootstrap shared by every gRPC server: health checking, reflection, request limits, graceful shutdown."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from hybridsearch.common.config import get_settings
+from hybridsearch.common.limits import MAX_RESPONSE_BYTES, receive_limit
 from hybridsearch.common.metrics import RpcMetricsInterceptor, start_metrics_server
 from hybridsearch.common.tls import add_port, aio_channel
 from hybridsearch.common.telemetry import (
@@ -21,13 +22,15 @@ from hybridsearch.common.telemetry import (
     setup_telemetry,
     shutdown_telemetry,
 )
+from hybridsearch.common.wire import RequestGuard
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+# Client channels: answers (ranked lists with passages) up to MAX_RESPONSE_BYTES. A server receives at
+# most its largest RPC limit (limits.receive_limit), then each RPC its own (wire.RequestGuard).
 CHANNEL_OPTIONS = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_RESPONSE_BYTES),
+    ("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),
 ]
 
 
@@ -39,11 +42,14 @@ def configure_logging() -> None:
 
 
 def create_server(name: str = "", extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = ()) -> grpc.aio.Server:
-    # Tracing first: the metrics interceptor then runs inside the server span.
-    interceptors = [*grpc_server_interceptors(), RpcMetricsInterceptor(name)]
+    # Tracing first: the metrics interceptor then runs inside the server span, and the request guard
+    # (undecodable or oversized requests answered with their status) inside both, so they count it.
+    interceptors = [*grpc_server_interceptors(), RpcMetricsInterceptor(name), RequestGuard()]
     interceptors.extend(extra_interceptors)  # e.g. the gateway's API-key check (gateway/auth.py)
     # No SO_REUSEPORT: a second server on a taken port must fail to start, not silently share its traffic.
-    return grpc.aio.server(interceptors=interceptors, options=[*CHANNEL_OPTIONS, ("grpc.so_reuseport", 0)],
+    options = [("grpc.max_send_message_length", MAX_RESPONSE_BYTES),
+               ("grpc.max_receive_message_length", receive_limit(name)), ("grpc.so_reuseport", 0)]
+    return grpc.aio.server(interceptors=interceptors, options=options,
                            maximum_concurrent_rpcs=get_settings().admission.max_concurrent_rpcs)
 
 
@@ -135,6 +141,9 @@ RETRY_SERVICE_CONFIG = json.dumps(
 )
 
 
+RETRY_OPTIONS = [("grpc.service_config", RETRY_SERVICE_CONFIG), ("grpc.enable_retries", 1)]
+
+
 def internal_channel(address: str) -> grpc.aio.Channel:
     """A channel to an internal service with retries, OTel context propagation and large messages allowed;
     mutual TLS when settings.tls.enabled (hybridsearch.common.tls), plaintext otherwise."""
@@ -143,8 +152,7 @@ def internal_channel(address: str) -> grpc.aio.Channel:
         get_settings(),
         options=[
             *CHANNEL_OPTIONS,
-            ("grpc.service_config", RETRY_SERVICE_CONFIG),
-            ("grpc.enable_retries", 1),
+            *RETRY_OPTIONS,
             # A restarted peer is found again within a second, not after minutes of backoff.
             ("grpc.initial_reconnect_backoff_ms", 100),
             ("grpc.min_reconnect_backoff_ms", 100),

@@ -4,29 +4,30 @@ from __future__ import annotations
 
 import grpc
 
+from hybridsearch.common.limits import MAX_CHUNKS_PER_REQUEST, MAX_DELETE_IDS, MAX_LEG_LIMIT, MAX_LEG_QUERIES
 from hybridsearch.common.stores import EngineUnavailable
 from hybridsearch.common.validation import (
     InvalidArgument,
     abort_invalid,
     check_collection,
     check_doc_id,
+    check_doc_ids,
     check_filters,
+    check_metadata,
 )
 from hybridsearch.v1 import common_pb2
 
-MAX_CHUNKS_PER_REQUEST = 20_000
-MAX_QUERIES = 32
-MAX_LIMIT = 1000
+LIST_PAGE = 5000  # documents per ListDocuments page (~80 bytes each)
 
 
 def check_leg_search(request: common_pb2.LegSearchRequest) -> tuple[str, list[common_pb2.MetadataFilter]]:
     """(collection, filters) of a valid leg search; raises InvalidArgument otherwise."""
     collection = check_collection(request.collection)
     filters = check_filters(request.filters)
-    if not 0 < len(request.queries) <= MAX_QUERIES:
-        raise InvalidArgument(f"send 1-{MAX_QUERIES} queries, got {len(request.queries)}")
-    if not 0 < request.limit <= MAX_LIMIT:
-        raise InvalidArgument(f"limit must be 1-{MAX_LIMIT}, got {request.limit}")
+    if not 0 < len(request.queries) <= MAX_LEG_QUERIES:
+        raise InvalidArgument(f"send 1-{MAX_LEG_QUERIES} queries, got {len(request.queries)}")
+    if not 0 < request.limit <= MAX_LEG_LIMIT:
+        raise InvalidArgument(f"limit must be 1-{MAX_LEG_LIMIT}, got {request.limit}")
     if not 0 <= request.feedback_docs <= 50:
         raise InvalidArgument("feedback_docs must be 0-50")
     return collection, filters
@@ -47,10 +48,11 @@ class StoreServicerMixin:
             collection = check_collection(request.collection)
             if len(request.chunks) > MAX_CHUNKS_PER_REQUEST:
                 raise InvalidArgument(f"at most {MAX_CHUNKS_PER_REQUEST} chunks a request")
-            for c in request.chunks:
+            for i, c in enumerate(request.chunks):
                 check_doc_id(c.doc_id)
                 if not c.chunk_id.startswith(c.doc_id + "#"):
                     raise InvalidArgument(f"chunk id {c.chunk_id!r} does not belong to document {c.doc_id!r}")
+                check_metadata(c.metadata, f"chunks[{i}] ({c.chunk_id!r})")
         except InvalidArgument as err:
             await abort_invalid(context, err)
         result = await self._call_engine(context, self.engine.upsert(collection, list(request.chunks)))
@@ -63,9 +65,10 @@ class StoreServicerMixin:
     async def DeleteDocuments(self, request, context):
         try:
             collection = check_collection(request.collection)
+            doc_ids = check_doc_ids(request.doc_ids)
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        docs, chunks = await self._call_engine(context, self.engine.delete(collection, list(request.doc_ids)))
+        docs, chunks = await self._call_engine(context, self.engine.delete(collection, doc_ids))
         return common_pb2.DeleteDocumentsResponse(documents_deleted=docs, chunks_deleted=chunks)
 
     async def Stats(self, request, context):
@@ -78,11 +81,32 @@ class StoreServicerMixin:
             engine=stats.engine, documents=stats.documents, chunks=stats.chunks, details=stats.details
         )
 
-    async def ContentHashes(self, request, context):
+    async def ListDocuments(self, request, context):
+        """Every stored document in pages of LIST_PAGE (one listing, streamed)."""
         try:
             collection = check_collection(request.collection)
         except InvalidArgument as err:
             await abort_invalid(context, err)
+        documents = await self._call_engine(context, self.engine.list_documents(collection))
+        for start in range(0, len(documents), LIST_PAGE):
+            yield common_pb2.ListDocumentsPage(documents=documents[start:start + LIST_PAGE])
+
+    async def GetChunks(self, request, context):
+        try:
+            collection = check_collection(request.collection)
+            if len(request.doc_ids) > MAX_DELETE_IDS:
+                raise InvalidArgument(f"at most {MAX_DELETE_IDS} documents a request, got {len(request.doc_ids)}")
+            ids = [check_doc_id(d) for d in request.doc_ids]
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        return common_pb2.GetChunksResponse(chunks=await self._call_engine(context, self.engine.get_chunks(collection, ids)))
+
+    async def ContentHashes(self, request, context):
+        try:
+            collection = check_collection(request.collection)
+            doc_ids = check_doc_ids(request.doc_ids)
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
         return common_pb2.ContentHashesResponse(
-            hashes=await self._call_engine(context, self.engine.content_hashes(collection, list(request.doc_ids)))
+            hashes=await self._call_engine(context, self.engine.content_hashes(collection, doc_ids))
         )

@@ -1,7 +1,8 @@
-"""Results that every chunk store (BM25 engines, vector stores) reports."""
+"""Results that every chunk store (BM25 engines, vector stores) reports, and what reconcile reads of it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from hybridsearch.v1 import common_pb2
@@ -33,3 +34,35 @@ class EngineStats:
 class EngineUnavailable(RuntimeError):
     """An engine could not give a complete answer (cluster down, failed shards, timeout): UNAVAILABLE,
     which the gateway reports as a failed leg and a degraded answer, and a writer retries."""
+
+
+# The payload fields a store keeps per chunk that reconcile lists (vector stores name metadata "meta").
+LISTED_FIELDS = ["doc_id", "position", "content_hash", "written_at_ms"]
+
+
+def stored_documents(payloads: Iterable[dict]) -> list[common_pb2.StoredDocument]:
+    """Every document in a store's chunk payloads, by id: its hash, chunk count, write time, and whether
+    its chunks are torn (hashes disagree, or positions are not 0..n-1)."""
+    docs: dict[str, tuple[set[str], list[int], int]] = {}
+    for p in payloads:
+        hashes, positions, written = docs.setdefault(p["doc_id"], (set(), [], 0))
+        hashes.add(p.get("content_hash", ""))
+        positions.append(int(p.get("position", 0)))
+        docs[p["doc_id"]] = (hashes, positions, max(written, int(p.get("written_at_ms", 0) or 0)))
+    out = []
+    for doc_id in sorted(docs):
+        hashes, positions, written = docs[doc_id]
+        out.append(common_pb2.StoredDocument(
+            doc_id=doc_id, content_hash=min(hashes), chunks=len(positions), written_at_ms=written,
+            torn=len(hashes) > 1 or sorted(positions) != list(range(len(positions))),
+        ))
+    return out
+
+
+def chunk_from_payload(p: dict) -> common_pb2.Chunk:
+    """A stored chunk as the stores exchange it (both payload layouts: `metadata` or `meta`)."""
+    return common_pb2.Chunk(
+        chunk_id=p["chunk_id"], doc_id=p["doc_id"], position=int(p["position"]), title=p.get("title", ""),
+        heading=p.get("heading", ""), text=p.get("text", ""), metadata=p.get("metadata", p.get("meta")) or {},
+        content_hash=p.get("content_hash", ""), written_at_ms=int(p.get("written_at_ms", 0) or 0),
+    )

@@ -3,27 +3,51 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import grpc
 
+from hybridsearch.common.limits import (
+    MAX_DELETE_IDS,
+    MAX_DOC_ID_CHARS,
+    MAX_FILTER_VALUES,
+    MAX_FILTERS,
+    MAX_KEY_CHARS,
+    MAX_METADATA_BYTES,
+    MAX_METADATA_KEYS,
+    MAX_VALUE_CHARS,
+)
 from hybridsearch.v1 import common_pb2
 
-FIELD_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-COLLECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-DOC_ID = re.compile(r"^[^#\s]{1,256}$")
-MAX_FILTERS = 16
-MAX_FILTER_VALUES = 256
-MAX_FILTER_VALUE_CHARS = 1024
+# Every pattern is applied with fullmatch: `$` would also match before a trailing newline.
+# Metadata keys and filter fields are flat: no dots, which Qdrant reads as a nested path and BM25
+# as part of the key, so both stores filter a key the same way.
+FIELD_NAME = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_KEY_CHARS}}}")
+FIELD_RULE = f"1-{MAX_KEY_CHARS} characters of [A-Za-z0-9_-] (flat keys: no '.')"
+COLLECTION_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+DOC_ID = re.compile(rf"[^#\s]{{1,{MAX_DOC_ID_CHARS}}}")
 
 
-class InvalidArgument(ValueError):
+class Refusal(Exception):
+    """A request answered with `code` and this message (servicers abort with it: abort_invalid)."""
+
+    code = grpc.StatusCode.UNAVAILABLE
+
+    def __init__(self, message: str, code: grpc.StatusCode | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+
+class InvalidArgument(Refusal, ValueError):
     """Raised by validators; servicers turn it into INVALID_ARGUMENT."""
+
+    code = grpc.StatusCode.INVALID_ARGUMENT
 
 
 def check_collection(name: str) -> str:
     name = name or "default"
-    if not COLLECTION_NAME.match(name):
+    if not COLLECTION_NAME.fullmatch(name):
         raise InvalidArgument(
             f"collection {name[:80]!r} is invalid: use 1-63 lowercase letters, digits, '-' or '_'"
         )
@@ -31,11 +55,44 @@ def check_collection(name: str) -> str:
 
 
 def check_doc_id(doc_id: str) -> str:
-    if not DOC_ID.match(doc_id):
+    if not DOC_ID.fullmatch(doc_id):
         raise InvalidArgument(
-            f"document id {doc_id[:80]!r} is invalid: 1-256 characters, no whitespace and no '#'"
+            f"document id {doc_id[:80]!r} is invalid: 1-{MAX_DOC_ID_CHARS} characters, no whitespace and no '#'"
         )
     return doc_id
+
+
+def check_doc_ids(doc_ids: Iterable[str]) -> list[str]:
+    ids = list(doc_ids)
+    if len(ids) > MAX_DELETE_IDS:
+        raise InvalidArgument(f"at most {MAX_DELETE_IDS} ids a request, got {len(ids)}")
+    return [check_doc_id(i) for i in ids]
+
+
+def check_field(name: str, where: str) -> str:
+    """A metadata key or a filter's field (`where` names it in the message)."""
+    if not FIELD_NAME.fullmatch(name):
+        raise InvalidArgument(f"{where} {name[:80]!r} is invalid: {FIELD_RULE}")
+    return name
+
+
+def check_value(value: str, where: str) -> str:
+    if len(value) > MAX_VALUE_CHARS:
+        raise InvalidArgument(f"{where} is {len(value)} characters; the limit is {MAX_VALUE_CHARS}")
+    return value
+
+
+def check_metadata(metadata: Mapping[str, str], where: str) -> None:
+    """Keys per document, each key and value, and the whole metadata's UTF-8 bytes."""
+    if len(metadata) > MAX_METADATA_KEYS:
+        raise InvalidArgument(f"{where} has {len(metadata)} metadata keys; the limit is {MAX_METADATA_KEYS}")
+    size = 0
+    for key, value in metadata.items():
+        check_field(key, f"{where} metadata key")
+        check_value(value, f"{where} metadata[{key!r}]")
+        size += len(key.encode()) + len(value.encode())
+    if size > MAX_METADATA_BYTES:
+        raise InvalidArgument(f"{where} metadata is {size} bytes; the limit is {MAX_METADATA_BYTES}")
 
 
 def check_filters(filters: Iterable[common_pb2.MetadataFilter]) -> list[common_pb2.MetadataFilter]:
@@ -43,10 +100,7 @@ def check_filters(filters: Iterable[common_pb2.MetadataFilter]) -> list[common_p
     if len(out) > MAX_FILTERS:
         raise InvalidArgument(f"at most {MAX_FILTERS} filters are allowed, got {len(out)}")
     for i, f in enumerate(out):
-        if not FIELD_NAME.match(f.field):
-            raise InvalidArgument(
-                f"filters[{i}].field {f.field[:80]!r} is invalid: 1-64 characters of [A-Za-z0-9_.-]"
-            )
+        check_field(f.field, f"filters[{i}].field")
         which = f.WhichOneof("condition")
         if which is None:
             raise InvalidArgument(f"filters[{i}] on {f.field!r} has no condition (equals, any_of or not_equals)")
@@ -55,8 +109,8 @@ def check_filters(filters: Iterable[common_pb2.MetadataFilter]) -> list[common_p
             raise InvalidArgument(f"filters[{i}].any_of on {f.field!r} is empty")
         if len(values) > MAX_FILTER_VALUES:
             raise InvalidArgument(f"filters[{i}].any_of has more than {MAX_FILTER_VALUES} values")
-        if any(len(v) > MAX_FILTER_VALUE_CHARS for v in values):
-            raise InvalidArgument(f"filters[{i}] has a value longer than {MAX_FILTER_VALUE_CHARS} characters")
+        for value in values:
+            check_value(value, f"filters[{i}] value")
     return out
 
 
@@ -75,4 +129,5 @@ def matches_filters(metadata: dict[str, str], filters: Iterable[common_pb2.Metad
 
 
 async def abort_invalid(context: grpc.aio.ServicerContext, err: Exception) -> None:
-    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+    """Ends the call with the refusal's code (INVALID_ARGUMENT for anything else) and its message."""
+    await context.abort(getattr(err, "code", grpc.StatusCode.INVALID_ARGUMENT), str(err))

@@ -45,7 +45,7 @@ def params_from_settings(defaults: FusionSettings) -> FusionParams:
 
 
 def resolve_params(override: fusion_pb2.FusionConfig, defaults: FusionSettings) -> FusionParams:
-    """Configured defaults, with every non-zero field of the request's override applied."""
+    """Configured defaults, with every field the request's override sets applied (0 included)."""
     params = params_from_settings(defaults)
     if override.method:
         if override.method not in METHODS:
@@ -55,7 +55,7 @@ def resolve_params(override: fusion_pb2.FusionConfig, defaults: FusionSettings) 
         value = getattr(override, name)
         if value < 0 or value != value or value > 1e6:
             raise InvalidArgument(f"fusion.{name} must be a finite number >= 0, got {value}")
-        if value:
+        if override.HasField(name):
             setattr(params, name, value)
     return params
 

@@ -2,12 +2,16 @@
 
 Writes are idempotent: every chunk carries its document's content hash, and each store skips a
 document whose stored hash and chunk count already match. A write is acknowledged only when both
-stores confirmed it; if either fails the call fails (UNAVAILABLE) and can simply be retried.
+stores confirmed it; if either fails the call fails (UNAVAILABLE) and can simply be retried. A
+batch no store can take (a store refused it, or its chunks exceed the stores' message limit) is
+INVALID_ARGUMENT: retrying it cannot succeed. A client stream that fails half-way says what it had
+committed: in the message and in trailing metadata (`STREAM_PROGRESS_KEYS`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 import grpc
 
@@ -15,27 +19,40 @@ from hybridsearch.common import metrics
 from hybridsearch.common.chunking import chunk_text, content_hash
 from hybridsearch.common.config import Settings
 from hybridsearch.common.telemetry import tracer
-from hybridsearch.common.validation import FIELD_NAME, InvalidArgument, abort_invalid, check_collection, check_doc_id
+from hybridsearch.common.limits import (
+    MAX_DOCUMENTS,
+    MAX_TEXT_CHARS,
+    MAX_TITLE_CHARS,
+    STORE_UPSERT_BYTES,
+    human_bytes,
+)
+from hybridsearch.common.validation import (
+    InvalidArgument,
+    Refusal,
+    abort_invalid,
+    check_collection,
+    check_doc_id,
+    check_doc_ids,
+    check_metadata,
+)
 from hybridsearch.gateway.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc
 
-MAX_DOCUMENTS = 1000
-MAX_TEXT_CHARS = 2_000_000
-MAX_TITLE_CHARS = 1000
-MAX_METADATA = 64
 WRITE_TIMEOUT_S = 600.0
 INGEST_MAX_WAIT_S = 30.0
 
 
-def document_chunks(doc: ingest_pb2.Document, words: int, overlap: int, tag: str = "") -> list[common_pb2.Chunk]:
-    """The document's chunks of `words` words; `tag` keeps a store's own chunk ids apart from the shared ones."""
+def document_chunks(doc: ingest_pb2.Document, words: int, overlap: int, tag: str = "",
+                    written_at_ms: int = 0) -> list[common_pb2.Chunk]:
+    """The document's chunks of `words` words; `tag` keeps a store's own chunk ids apart from the shared ones;
+    `written_at_ms` stamps the write (reconcile keeps the newer of two diverged versions)."""
     metadata = dict(doc.metadata)
     digest = content_hash(doc.title, doc.text, metadata)
     return [
         common_pb2.Chunk(
             chunk_id=f"{doc.id}#{tag}{piece.position}", doc_id=doc.id, position=piece.position, title=doc.title,
-            heading=piece.heading, text=piece.text, metadata=metadata, content_hash=digest,
+            heading=piece.heading, text=piece.text, metadata=metadata, content_hash=digest, written_at_ms=written_at_ms,
         )
         for piece in chunk_text(doc.text, words, overlap)
     ]
@@ -44,13 +61,24 @@ def document_chunks(doc: ingest_pb2.Document, words: int, overlap: int, tag: str
 def store_requests(collection: str, documents: list[ingest_pb2.Document],
                    settings: Settings) -> tuple[common_pb2.UpsertChunksRequest, common_pb2.UpsertChunksRequest]:
     """What each store is sent: the shared chunks, or the vector leg's own passages when configured."""
-    shared = [c for d in documents for c in document_chunks(d, settings.chunk_words, settings.chunk_overlap_words)]
+    now_ms = time.time_ns() // 1_000_000
+    shared = [c for d in documents
+              for c in document_chunks(d, settings.chunk_words, settings.chunk_overlap_words, written_at_ms=now_ms)]
     bm25 = common_pb2.UpsertChunksRequest(collection=collection, chunks=shared)
     words = settings.vector.chunk_words
     if not words or words == settings.chunk_words:
         return bm25, bm25
-    passages = [c for d in documents for c in document_chunks(d, words, settings.vector.chunk_overlap_words, "p")]
+    passages = [c for d in documents
+                for c in document_chunks(d, words, settings.vector.chunk_overlap_words, "p", written_at_ms=now_ms)]
     return bm25, common_pb2.UpsertChunksRequest(collection=collection, chunks=passages)
+
+
+def check_store_request(request: common_pb2.UpsertChunksRequest) -> None:
+    """A batch whose chunks (title and metadata copied into each) exceed what a store takes is refused."""
+    size = request.ByteSize()
+    if size > STORE_UPSERT_BYTES:
+        raise InvalidArgument(f"the batch becomes {size} bytes of chunks for the stores; the limit is "
+                              f"{human_bytes(STORE_UPSERT_BYTES)}: send fewer or smaller documents")
 
 
 def validate_documents(documents) -> list[ingest_pb2.Document]:
@@ -59,19 +87,43 @@ def validate_documents(documents) -> list[ingest_pb2.Document]:
     latest: dict[str, ingest_pb2.Document] = {}
     for i, doc in enumerate(documents):
         check_doc_id(doc.id)
+        where = f"documents[{i}] ({doc.id!r})"
         if not doc.text.strip() and not doc.title.strip():
-            raise InvalidArgument(f"documents[{i}] ({doc.id!r}) has neither title nor text")
+            raise InvalidArgument(f"{where} has neither title nor text")
         if len(doc.text) > MAX_TEXT_CHARS:
-            raise InvalidArgument(f"documents[{i}] ({doc.id!r}) text is over {MAX_TEXT_CHARS} characters")
+            raise InvalidArgument(f"{where} text is {len(doc.text)} characters; the limit is {MAX_TEXT_CHARS}")
         if len(doc.title) > MAX_TITLE_CHARS:
-            raise InvalidArgument(f"documents[{i}] ({doc.id!r}) title is over {MAX_TITLE_CHARS} characters")
-        if len(doc.metadata) > MAX_METADATA:
-            raise InvalidArgument(f"documents[{i}] ({doc.id!r}) has more than {MAX_METADATA} metadata fields")
-        for key in doc.metadata:
-            if not FIELD_NAME.match(key):
-                raise InvalidArgument(f"documents[{i}] ({doc.id!r}) metadata key {key[:80]!r} is invalid")
+            raise InvalidArgument(f"{where} title is {len(doc.title)} characters; the limit is {MAX_TITLE_CHARS}")
+        check_metadata(doc.metadata, where)
         latest[doc.id] = doc  # a document repeated in one request: the last copy wins
     return list(latest.values())
+
+
+def store_failure(results: list, what: str = "write") -> Refusal | None:
+    """The stores' answers to one write (or delete) as one refusal, or None when both acknowledged it.
+
+    A store that refused the batch (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) makes it INVALID_ARGUMENT:
+    the same batch would be refused again. Anything else is UNAVAILABLE, and a retry is safe."""
+    failures = [(store, r) for store, r in zip(("bm25", "vector"), results) if isinstance(r, BaseException)]
+    if not failures:
+        return None
+    reasons = "; ".join(f"{store}: {r.details() if isinstance(r, grpc.aio.AioRpcError) else r}" for store, r in failures)
+    refused = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED}
+    if any(isinstance(r, grpc.aio.AioRpcError) and r.code() in refused for _, r in failures):
+        return InvalidArgument(f"{what} refused by a store, do not retry it unchanged: {reasons}")
+    return Refusal(f"{what} not acknowledged, retry is safe: {reasons}", grpc.StatusCode.UNAVAILABLE)
+
+
+# Trailing metadata of a client stream that failed: what it had committed before the failure. The
+# id is binary metadata (its UTF-8 bytes): an id may hold characters an ASCII header value cannot.
+STREAM_PROGRESS_KEYS = ("committed-batches", "committed-documents", "last-committed-id-bin")
+
+
+def stream_progress(batches: int, documents: int, last_id: str) -> tuple[str, tuple[tuple[str, str | bytes], ...]]:
+    """(sentence for the error message, trailing metadata) of a stream's committed batches."""
+    sentence = (f"{batches} earlier {'batch was' if batches == 1 else 'batches were'} committed "
+                f"({documents} documents, the last {last_id!r})" if batches else "nothing of this stream was committed")
+    return sentence, tuple(zip(STREAM_PROGRESS_KEYS, (str(batches), str(documents), last_id.encode())))
 
 
 class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
@@ -84,17 +136,19 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self.admission = Admission(cfg.max_ingest_in_flight, 4 * cfg.max_ingest_in_flight, INGEST_MAX_WAIT_S)
 
     async def _write(self, collection: str, documents: list[ingest_pb2.Document], context) -> ingest_pb2.UpsertResponse:
+        """Writes one batch to both stores; raises Refusal when it was not acknowledged."""
         try:
             async with self.admission.slot(context.time_remaining() or INGEST_MAX_WAIT_S):
-                return await self._write_admitted(collection, documents, context)
+                return await self._write_admitted(collection, documents)
         except Overloaded as err:
             metrics.REJECTED.labels(reason=err.reason).inc()
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"ingest at capacity ({err}): nothing of this batch was written, retry with backoff")
+            raise Refusal(f"ingest at capacity ({err}): nothing of this batch was written, retry with backoff",
+                          grpc.StatusCode.RESOURCE_EXHAUSTED) from None
 
-    async def _write_admitted(self, collection: str, documents: list[ingest_pb2.Document], context
-                              ) -> ingest_pb2.UpsertResponse:
+    async def _write_admitted(self, collection: str, documents: list[ingest_pb2.Document]) -> ingest_pb2.UpsertResponse:
         bm25_request, vector_request = await asyncio.to_thread(store_requests, collection, documents, self.settings)
+        check_store_request(bm25_request)
+        check_store_request(vector_request)
         with self.tracer.start_as_current_span("gateway.ingest") as span:
             span.set_attribute("ingest.documents", len(documents))
             results = await asyncio.gather(
@@ -102,12 +156,9 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                 self.backends.vector.UpsertChunks(vector_request, timeout=WRITE_TIMEOUT_S),
                 return_exceptions=True,
             )
-        failures = [f"{store}: {r.details() if isinstance(r, grpc.aio.AioRpcError) else r}"
-                    for store, r in zip(("bm25", "vector"), results) if isinstance(r, BaseException)]
-        if failures:
-            codes = {r.code() for r in results if isinstance(r, grpc.aio.AioRpcError)}
-            code = grpc.StatusCode.INVALID_ARGUMENT if codes == {grpc.StatusCode.INVALID_ARGUMENT} else grpc.StatusCode.UNAVAILABLE
-            await context.abort(code, "write not acknowledged, retry is safe: " + "; ".join(failures))
+        failure = store_failure(results)
+        if failure is not None:
+            raise failure
         bm25, vector = results
         written = max(bm25.documents_written, vector.documents_written)
         return ingest_pb2.UpsertResponse(
@@ -117,31 +168,34 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
 
     async def Upsert(self, request, context):
         try:
-            collection = check_collection(request.collection)
-            documents = validate_documents(request.documents)
-        except InvalidArgument as err:
+            return await self._write(check_collection(request.collection), validate_documents(request.documents),
+                                     context)
+        except Refusal as err:
             await abort_invalid(context, err)
-        return await self._write(collection, documents, context)
 
     async def UpsertStream(self, request_iterator, context):
+        """Writes each message as it comes; a failure says how many batches were committed before it."""
         total = ingest_pb2.UpsertResponse()
-        async for request in request_iterator:
-            try:
-                collection = check_collection(request.collection)
+        batches, last_id = 0, ""
+        try:
+            async for request in request_iterator:  # an undecodable message raises a Refusal here too
                 documents = validate_documents(request.documents)
-            except InvalidArgument as err:
-                await abort_invalid(context, err)
-            part = await self._write(collection, documents, context)
-            total.documents_received += part.documents_received
-            total.documents_written += part.documents_written
-            total.documents_unchanged += part.documents_unchanged
-            total.chunks_written += part.chunks_written
+                part = await self._write(check_collection(request.collection), documents, context)
+                batches, last_id = batches + 1, documents[-1].id if documents else last_id
+                total.documents_received += part.documents_received
+                total.documents_written += part.documents_written
+                total.documents_unchanged += part.documents_unchanged
+                total.chunks_written += part.chunks_written
+        except Refusal as err:
+            sentence, trailing = stream_progress(batches, total.documents_received, last_id)
+            context.set_trailing_metadata(trailing)
+            await abort_invalid(context, type(err)(f"{err} ({sentence})", err.code))
         return total
 
     async def Delete(self, request, context):
         try:
             collection = check_collection(request.collection)
-            ids = [check_doc_id(i) for i in request.ids]
+            ids = check_doc_ids(request.ids)
         except InvalidArgument as err:
             await abort_invalid(context, err)
         req = common_pb2.DeleteDocumentsRequest(collection=collection, doc_ids=ids)
@@ -149,9 +203,9 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
             self.backends.bm25.DeleteDocuments(req, timeout=60), self.backends.vector.DeleteDocuments(req, timeout=60),
             return_exceptions=True,
         )
-        failures = [f"{s}: {r}" for s, r in zip(("bm25", "vector"), results) if isinstance(r, BaseException)]
-        if failures:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, "delete not acknowledged, retry is safe: " + "; ".join(failures))
+        failure = store_failure(results, "delete")
+        if failure is not None:
+            await abort_invalid(context, failure)
         return ingest_pb2.DeleteResponse(documents_deleted=max(r.documents_deleted for r in results))
 
     async def Stats(self, request, context):

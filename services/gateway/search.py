@@ -51,6 +51,7 @@ class Trace:
     lists: list[common_pb2.RankedList] = field(default_factory=list)
     expansion: expansion_pb2.ExpandResponse | None = None
     notices: list[str] = field(default_factory=list)
+    reranker_model: str = ""
     degraded: bool = False
     _hits: dict[str, common_pb2.LegHit] | None = None
 
@@ -202,6 +203,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                     span.set_attribute("search.effort", common_pb2.Effort.Name(plan.effort))
                     response = await self._search(plan, deadline, trace)
                     span.set_attribute("search.degraded", response is None or response.degraded)
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
         except Overloaded as err:
             metrics.REJECTED.labels(reason=err.reason).inc()
             metrics.SEARCHES.labels(effort=common_pb2.Effort.Name(plan.effort), outcome="rejected").inc()
@@ -293,6 +296,9 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                     call = stub.Search(request, timeout=min(deadline.left(), self.resilience.leg_timeout_s))
                     response = await (stragglers.call(call) if stragglers is not None else call)
             except CALL_ERRORS as err:
+                if isinstance(err, grpc.aio.AioRpcError) and err.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                    # The request, not the leg, is at fault: the caller hears it, it is no degraded answer.
+                    raise InvalidArgument(f"{name}: {err.details()}") from err
                 if variants:
                     trace.notices.append(f"{name} variant queries failed: {_reason(err)}")
                 else:
@@ -385,6 +391,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                 plan.effort == common_pb2.EFFORT_BALANCED and self.settings.rerank.in_balanced)
             trace.leg("rerank", FAILED if would_run else SKIPPED, f"reranker unavailable: {_reason(err)}")
             return unchanged
+        trace.reranker_model = info["name"]
         if not info["trained"]:
             trace.notices.append(f"reranker model {info['name']!r} is untrained (fresh classification head)")
         cfg = self.settings.rerank
@@ -451,7 +458,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                     expansion_generator=exp.generator, expansion_cache_hit=exp.cache_hit,
                     leg_lists=[_trimmed(rl) for rl in trace.lists], fusion_order=[f.doc_id for f in fused[:100]],
                     rerank_scores={fused[i].doc_id: s for i, s in rerank_scores.items()},
-                    fusion=params_to_proto(plan.fusion), timings=trace.timings,
+                    fusion=params_to_proto(plan.fusion), timings=trace.timings, reranker_model=trace.reranker_model,
                 )
             )
         return response

@@ -35,6 +35,7 @@ from hybridsearch.common.config import VectorSettings
 from hybridsearch.common.stores import EngineUnavailable
 from hybridsearch.common.validation import check_collection
 from hybridsearch.vector.store import (
+    SCROLL_PAGE,
     UPSERT_BATCH,
     ChunkPointStore,
     collection_config,
@@ -185,6 +186,17 @@ class EdgeStore(ChunkPointStore):
         if (shard := await self._shard(collection)) is None:
             return []
         return [r.payload for r in await asyncio.to_thread(shard.retrieve, ids, fields, False)]
+
+    async def _all_payloads(self, collection: str, fields: list[str]) -> list[dict]:
+        if (shard := await self._shard(collection)) is None:
+            return []
+        out, offset = [], None
+        while True:
+            records, offset = await asyncio.to_thread(shard.scroll, qe.ScrollRequest(
+                offset=offset, limit=SCROLL_PAGE, with_payload=fields, with_vector=False))
+            out += [r.payload for r in records]
+            if offset is None:
+                return out
 
     async def _replace(self, collection: str, ids: list[str], vectors: np.ndarray, payloads: list[dict],
                        stale: list[str]) -> None:

@@ -68,6 +68,12 @@ class VectorEngine:
     async def content_hashes(self, collection, doc_ids):
         return await self.store.content_hashes(collection, doc_ids)
 
+    async def list_documents(self, collection):
+        return await self.store.list_documents(collection)
+
+    async def get_chunks(self, collection, doc_ids):
+        return await self.store.get_chunks(collection, doc_ids)
+
     async def search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int, filters,
                      feedback_docs: int = 0, timings: dict[str, float] | None = None) -> list[common_pb2.RankedList]:
         """Ranked lists, one per query (+ Rocchio's); `timings` gets embed and engine milliseconds."""

@@ -20,7 +20,14 @@ import numpy as np
 from qdrant_client import AsyncQdrantClient, models
 
 from hybridsearch.common.config import VectorSettings, get_settings
-from hybridsearch.common.stores import EngineStats, UpsertResult, chunks_by_document
+from hybridsearch.common.stores import (
+    LISTED_FIELDS,
+    EngineStats,
+    UpsertResult,
+    chunk_from_payload,
+    chunks_by_document,
+    stored_documents,
+)
 from hybridsearch.v1 import common_pb2
 
 # Local mode warns on every call that it keeps no payload indexes and searches exactly: known, by design.
@@ -101,8 +108,13 @@ def chunk_payload(chunk: common_pb2.Chunk, chunks: int) -> dict:
     return {
         "chunk_id": chunk.chunk_id, "doc_id": chunk.doc_id, "position": chunk.position, "chunks": chunks,
         "title": chunk.title, "heading": chunk.heading, "text": chunk.text, "content_hash": chunk.content_hash,
-        "meta": dict(chunk.metadata),
+        "meta": dict(chunk.metadata), "written_at_ms": chunk.written_at_ms,
     }
+
+
+# A stored chunk's payload fields, as reconcile copies it (the vector is embedded again from the text).
+CHUNK_FIELDS = ["chunk_id", "doc_id", "position", "title", "heading", "text", "content_hash", "meta", "written_at_ms"]
+SCROLL_PAGE = 2048
 
 
 def document_point_ids(heads: dict[str, dict]) -> list[str]:
@@ -146,6 +158,10 @@ class ChunkPointStore:
     async def _count(self, collection: str, flt: models.Filter | None) -> int:
         raise NotImplementedError
 
+    async def _all_payloads(self, collection: str, fields: list[str]) -> list[dict]:
+        """These fields of every point of the collection (reconcile lists a whole collection)."""
+        raise NotImplementedError
+
     async def _details(self, collection: str) -> dict[str, str]:
         """Engine-specific lines for stats."""
         return {}
@@ -164,6 +180,14 @@ class ChunkPointStore:
 
     async def content_hashes(self, collection: str, doc_ids: list[str]) -> dict[str, str]:
         return {d: head["content_hash"] for d, head in (await self._heads(collection, doc_ids)).items()}
+
+    async def list_documents(self, collection: str) -> list[common_pb2.StoredDocument]:
+        return stored_documents(await self._all_payloads(collection, LISTED_FIELDS))
+
+    async def get_chunks(self, collection: str, doc_ids: list[str]) -> list[common_pb2.Chunk]:
+        heads = await self._heads(collection, doc_ids)
+        payloads = await self._payloads(collection, document_point_ids(heads), CHUNK_FIELDS)
+        return sorted((chunk_from_payload(p) for p in payloads), key=lambda c: (c.doc_id, c.position))
 
     async def changed_documents(self, collection: str, chunks: list[common_pb2.Chunk]) -> tuple[list[str], int]:
         """Documents whose stored chunks differ from these (hash or count), and how many are unchanged."""
@@ -252,6 +276,17 @@ class QdrantStore(ChunkPointStore):
         if not await self.exists(collection):
             return []
         return [p.payload for p in await self.client.retrieve(collection, ids=ids, with_payload=fields)]
+
+    async def _all_payloads(self, collection: str, fields: list[str]) -> list[dict]:
+        if not await self.exists(collection):
+            return []
+        out, offset = [], None
+        while True:
+            points, offset = await self.client.scroll(collection, limit=SCROLL_PAGE, offset=offset, with_payload=fields,
+                                                      with_vectors=False)
+            out += [p.payload for p in points]
+            if offset is None:
+                return out
 
     async def _replace(self, collection: str, ids: list[str], vectors: np.ndarray, payloads: list[dict],
                        stale: list[str]) -> None:

@@ -105,6 +105,7 @@ FULL_VALUES = {
     "externalOpenSearch": {"url": "http://opensearch-cluster-master:9200"},
     "externalQdrant": {"url": "http://qdrant:6333", "apiKeySecret": {"name": "qdrant", "key": "api-key"}},
     "externalRedis": {"url": "redis://redis-master:6379/0"},
+    "reconcile": {"collections": ["default", "docs"]},
     "otel": {
         "endpoint": "http://otel-collector:4317",
         "resourceAttributes": {"deployment.environment": "prod"},
@@ -573,3 +574,15 @@ async def test_grpc_health_check_script_against_a_real_server():
         await server.stop(None)
     assert await probe(f"127.0.0.1:{port}") == 1  # nothing listening
     assert await probe() == 2
+
+
+@pytest.mark.parametrize("versions,api", [(["--kube-version", CURRENT_K8S], "batch/v1"), (K8S_1_20, "batch/v1beta1")],
+                         ids=["current", "1.20"])
+def test_reconcile_runs_on_a_schedule_for_the_named_collections(helm, versions, api):
+    assert not [d for d in render(helm, *versions) if d["kind"] == "CronJob"]  # no collections named: none
+    docs = render(helm, *versions, "--set", "reconcile.collections={default,docs}")
+    job = find(docs, "CronJob", "reconcile")
+    assert job["apiVersion"] == api and job["spec"]["concurrencyPolicy"] == "Forbid"
+    container = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"] == ["reconcile", "-c", "default", "-c", "docs"]
+    assert container_env({"spec": job["spec"]["jobTemplate"]["spec"]})["HYBRIDSEARCH_ENDPOINTS__BM25_ADDR"].endswith(":50052")

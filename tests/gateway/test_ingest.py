@@ -44,3 +44,62 @@ def test_vector_passages_are_the_vector_store_s_own():
 def test_empty_batch():
     bm25, vector = store_requests("c", [], Settings(vector={"chunk_words": 128}))
     assert list(bm25.chunks) == [] and list(vector.chunks) == []
+
+
+def test_documents_are_validated_with_every_limit_named():
+    from hybridsearch.common.limits import MAX_TEXT_CHARS
+    from hybridsearch.common.validation import InvalidArgument
+    from hybridsearch.gateway.ingest import validate_documents
+
+    assert [d.id for d in validate_documents([SHORT, LONG, SHORT])] == ["short", "long"]
+    cases = [
+        (ingest_pb2.Document(id="d\n", text="x"), "document id"),
+        (ingest_pb2.Document(id="d", text="x" * (MAX_TEXT_CHARS + 1)), f"the limit is {MAX_TEXT_CHARS}"),
+        (ingest_pb2.Document(id="d", text="x", metadata={"a.b": "v"}), "metadata key 'a.b' is invalid"),
+        (ingest_pb2.Document(id="d", text="x", metadata={"k\n": "v"}), "metadata key"),
+    ]
+    for doc, message in cases:
+        with pytest.raises(InvalidArgument, match=None) as err:
+            validate_documents([doc])
+        assert message in str(err.value)
+
+
+def test_a_batch_too_large_for_the_stores_is_refused_before_sending():
+    from hybridsearch.common.limits import STORE_UPSERT_BYTES
+    from hybridsearch.common.validation import InvalidArgument
+    from hybridsearch.gateway.ingest import check_store_request
+
+    # Metadata rides on every chunk: 7 KiB of it on each of ~1250 chunks of one-letter words is 9 MiB.
+    doc = ingest_pb2.Document(id="d", text="a " * 500_000, metadata={f"k{i}": "v" * 1000 for i in range(7)})
+    docs = [ingest_pb2.Document(id=f"d{i}", text=doc.text, metadata=doc.metadata) for i in range(4)]
+    bm25, _ = store_requests("c", docs, Settings())
+    with pytest.raises(InvalidArgument, match=f"the limit is {STORE_UPSERT_BYTES // 2**20} MiB"):
+        check_store_request(bm25)
+    check_store_request(store_requests("c", [SHORT], Settings())[0])
+
+
+def test_store_failures_tell_retry_from_refusal():
+    import grpc
+
+    from hybridsearch.gateway.ingest import store_failure, stream_progress
+
+    def rpc_error(code):
+        return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details="boom")
+
+    assert store_failure([object(), object()]) is None
+    assert store_failure([rpc_error(grpc.StatusCode.UNAVAILABLE), object()]).code == grpc.StatusCode.UNAVAILABLE
+    refused = store_failure([object(), rpc_error(grpc.StatusCode.INVALID_ARGUMENT)], "delete")
+    assert refused.code == grpc.StatusCode.INVALID_ARGUMENT and str(refused).startswith("delete refused")
+    assert stream_progress(0, 0, "") == ("nothing of this stream was committed",
+                                         (("committed-batches", "0"), ("committed-documents", "0"), ("last-committed-id-bin", b"")))
+    assert stream_progress(2, 7, "x")[0] == "2 earlier batches were committed (7 documents, the last 'x')"
+
+
+def test_the_client_batches_by_count_and_bytes():
+    from hybridsearch.client import upsert_requests
+
+    docs = [ingest_pb2.Document(id=f"d{i}", text="x" * 1000) for i in range(10)]
+    assert [len(r.documents) for r in upsert_requests("c", docs, 4)] == [4, 4, 2]
+    requests = list(upsert_requests("c", docs, 64, max_bytes=16 * 1024 + 3100))
+    assert [len(r.documents) for r in requests] == [3, 3, 3, 1]
+    assert all(r.ByteSize() <= 16 * 1024 + 3100 for r in requests)

@@ -141,7 +141,7 @@ def test_strong_signal_skips_expansion(gateway, sample):
 
 BAD_REQUESTS = {
     "empty query": search_pb2.SearchRequest(query=""),
-    "100 KB query": search_pb2.SearchRequest(query="word " * 20_000),
+    "query over 8192 characters": search_pb2.SearchRequest(query="word " * 2_000),
     "top_k 0": search_pb2.SearchRequest(query="q", top_k=0),
     "top_k 10000": search_pb2.SearchRequest(query="q", top_k=10_000),
     "filter without field": search_pb2.SearchRequest(query="q", filters=[common_pb2.MetadataFilter(equals="x")]),
@@ -156,6 +156,12 @@ def test_bad_search_input_is_invalid_argument(gateway, name):
         gateway.search(BAD_REQUESTS[name], timeout=10)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert err.value.details()
+
+
+def test_a_search_over_its_message_limit_is_refused_before_decoding(gateway):
+    with pytest.raises(grpc.RpcError) as err:
+        gateway.search(search_pb2.SearchRequest(query="word " * 20_000), timeout=10)
+    assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "64 KiB" in err.value.details()
 
 
 @pytest.mark.parametrize("doc", [ingest_pb2.Document(id="bad#id", text="x"), ingest_pb2.Document(id="", text="x"),

@@ -1,0 +1,77 @@
+"""Runs reconcile against the two store services (their internal gRPC APIs), one collection at a time:
+list both stores, plan (reconcile.plan), copy each repaired document's chunks from its source store to
+its target in batches, and report what was found and fixed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hybridsearch.common.config import Settings
+from hybridsearch.common.server import insecure_channel
+from hybridsearch.reconcile.plan import Plan, Store, plan_repairs
+from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, vector_pb2_grpc
+
+COPY_BATCH = 200  # documents per GetChunks / UpsertChunks
+TIMEOUT_S = 600.0
+
+
+@dataclass
+class Report:
+    collection: str
+    documents: dict[str, int]
+    found: dict[str, int]
+    repaired: int = 0
+    dry_run: bool = False
+    reingest: list[str] = field(default_factory=list)  # documents reconcile cannot rebuild: ingest them again
+
+    def row(self) -> dict:
+        return {"collection": self.collection, "documents": self.documents, "found": self.found,
+                "repaired": self.repaired, "dry_run": self.dry_run, "reingest": self.reingest[:100],
+                "reingest_count": len(self.reingest)}
+
+
+class Reconciler:
+    def __init__(self, settings: Settings) -> None:
+        ep = settings.endpoints
+        self.channels = [insecure_channel(ep.addr("bm25")), insecure_channel(ep.addr("vector"))]
+        self.stubs = {Store.BM25: bm25_pb2_grpc.Bm25ServiceStub(self.channels[0]),
+                      Store.VECTOR: vector_pb2_grpc.VectorServiceStub(self.channels[1])}
+        # The stores hold the same chunks unless the vector leg keeps passages of its own: then neither
+        # store's chunks can rebuild the other's.
+        words = settings.vector.chunk_words
+        self.same_chunks = not words or words == settings.chunk_words
+
+    async def listing(self, store: Store, collection: str) -> dict[str, common_pb2.StoredDocument]:
+        out: dict[str, common_pb2.StoredDocument] = {}
+        async for page in self.stubs[store].ListDocuments(common_pb2.ListDocumentsRequest(collection=collection),
+                                                          timeout=TIMEOUT_S):
+            out.update((d.doc_id, d) for d in page.documents)
+        return out
+
+    async def plan(self, collection: str) -> tuple[Plan, dict[str, int]]:
+        bm25, vector = await self.listing(Store.BM25, collection), await self.listing(Store.VECTOR, collection)
+        return plan_repairs(bm25, vector), {"bm25": len(bm25), "vector": len(vector)}
+
+    async def run(self, collection: str, dry_run: bool = False) -> Report:
+        plan, documents = await self.plan(collection)
+        report = Report(collection, documents, plan.counts(), dry_run=dry_run, reingest=list(plan.unrepairable))
+        repairs = plan.repairs
+        if not self.same_chunks:
+            report.reingest += [r.doc_id for r in repairs]
+            repairs = []
+        if dry_run:
+            return report
+        for source in Store:
+            ids = [r.doc_id for r in repairs if r.source is source]
+            for start in range(0, len(ids), COPY_BATCH):
+                batch = ids[start:start + COPY_BATCH]
+                chunks = (await self.stubs[source].GetChunks(
+                    common_pb2.GetChunksRequest(collection=collection, doc_ids=batch), timeout=TIMEOUT_S)).chunks
+                await self.stubs[source.other].UpsertChunks(
+                    common_pb2.UpsertChunksRequest(collection=collection, chunks=chunks), timeout=TIMEOUT_S)
+                report.repaired += len({c.doc_id for c in chunks})
+        return report
+
+    async def close(self) -> None:
+        for channel in self.channels:
+            await channel.close()
