@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from hybridsearch.common.access import gateway_access
+from hybridsearch.common.access import gateway_channel
 from hybridsearch.common.limits import KiB, UPSERT_REQUEST_BYTES
 from hybridsearch.common.server import CHANNEL_OPTIONS, RETRY_OPTIONS
 from hybridsearch.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
@@ -37,18 +37,18 @@ class GatewayClient:
     def __init__(self, address: str, api_key: str | None = None) -> None:
         # gRPC's retry policy: every public RPC is idempotent (content-hash upserts), so UNAVAILABLE is retried.
         # TLS and the API key as configured (HYBRIDSEARCH_API_KEY, else the local admin key): common/access.py
-        self.channel, self.metadata = gateway_access(address, api_key, options=[*CHANNEL_OPTIONS, *RETRY_OPTIONS])
+        self.channel = gateway_channel(address, [*CHANNEL_OPTIONS, *RETRY_OPTIONS], key=api_key)
         self.search_stub = search_pb2_grpc.SearchServiceStub(self.channel)
         self.ingest_stub = ingest_pb2_grpc.IngestServiceStub(self.channel)
 
     def search(self, request: search_pb2.SearchRequest, timeout: float = 60.0) -> search_pb2.SearchResponse:
-        return self.search_stub.Search(request, timeout=timeout, metadata=self.metadata)
+        return self.search_stub.Search(request, timeout=timeout)
 
     def index(self, collection: str, documents: Iterable[ingest_pb2.Document], batch_size: int = 64,
               on_batch: Callable[[ingest_pb2.UpsertResponse], None] | None = None) -> ingest_pb2.UpsertResponse:
         total = ingest_pb2.UpsertResponse()
         for request in upsert_requests(collection, documents, batch_size):
-            part = self.ingest_stub.Upsert(request, timeout=900, metadata=self.metadata)
+            part = self.ingest_stub.Upsert(request, timeout=900)
             for name in ("documents_received", "documents_written", "documents_unchanged", "chunks_written"):
                 setattr(total, name, getattr(total, name) + getattr(part, name))
             if on_batch:
@@ -56,11 +56,10 @@ class GatewayClient:
         return total
 
     def stats(self, collection: str) -> ingest_pb2.StatsResponse:
-        return self.ingest_stub.Stats(ingest_pb2.StatsRequest(collection=collection), timeout=60, metadata=self.metadata)
+        return self.ingest_stub.Stats(ingest_pb2.StatsRequest(collection=collection), timeout=60)
 
     def delete(self, collection: str, ids: list[str]) -> ingest_pb2.DeleteResponse:
-        return self.ingest_stub.Delete(ingest_pb2.DeleteRequest(collection=collection, ids=ids), timeout=60,
-                                       metadata=self.metadata)
+        return self.ingest_stub.Delete(ingest_pb2.DeleteRequest(collection=collection, ids=ids), timeout=60)
 
     def close(self) -> None:
         self.channel.close()

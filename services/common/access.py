@@ -7,6 +7,7 @@ the fault drill all come through here, so a user's shell and the tests find the 
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Sequence
 
 import grpc
@@ -28,11 +29,44 @@ def key_metadata(key: str | None) -> Metadata:
     return (("authorization", f"Bearer {key}"),) if key else ()
 
 
-def gateway_access(address: str, key: str | None = None, settings: Settings | None = None,
-                   options: Sequence = CHANNEL_OPTIONS) -> tuple[grpc.Channel, Metadata]:
-    """A blocking channel to the gateway and the metadata every call sends."""
+class _CallDetails(
+    namedtuple("_CallDetails", ("method", "timeout", "metadata", "credentials", "wait_for_ready", "compression")),
+    grpc.ClientCallDetails,
+):
+    """A blocking call's details with the key added (grpc.ClientCallDetails is abstract)."""
+
+
+class SyncKeyMetadata(grpc.UnaryUnaryClientInterceptor, grpc.StreamUnaryClientInterceptor,
+                      grpc.UnaryStreamClientInterceptor, grpc.StreamStreamClientInterceptor):
+    """Adds the API key's metadata to every call of a blocking channel."""
+
+    def __init__(self, metadata: Metadata) -> None:
+        self.metadata = metadata
+
+    def _with_key(self, d: grpc.ClientCallDetails) -> grpc.ClientCallDetails:
+        return _CallDetails(d.method, d.timeout, [*(d.metadata or ()), *self.metadata], d.credentials,
+                            d.wait_for_ready, getattr(d, "compression", None))
+
+    def intercept_unary_unary(self, continuation, client_call_details, request):
+        return continuation(self._with_key(client_call_details), request)
+
+    def intercept_unary_stream(self, continuation, client_call_details, request):
+        return continuation(self._with_key(client_call_details), request)
+
+    def intercept_stream_unary(self, continuation, client_call_details, request_iterator):
+        return continuation(self._with_key(client_call_details), request_iterator)
+
+    def intercept_stream_stream(self, continuation, client_call_details, request_iterator):
+        return continuation(self._with_key(client_call_details), request_iterator)
+
+
+def gateway_channel(address: str, options: Sequence = CHANNEL_OPTIONS, key: str | None = None,
+                    settings: Settings | None = None) -> grpc.Channel:
+    """A blocking channel to the gateway whose every call carries the API key."""
     settings = settings or get_settings()
-    return sync_channel(address, settings, options, internal=False), key_metadata(key or api_key(settings))
+    channel = sync_channel(address, settings, options, internal=False)
+    metadata = key_metadata(key or api_key(settings))
+    return grpc.intercept_channel(channel, SyncKeyMetadata(metadata)) if metadata else channel
 
 
 class KeyMetadata(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.StreamUnaryClientInterceptor):

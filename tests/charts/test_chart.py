@@ -586,3 +586,18 @@ def test_reconcile_runs_on_a_schedule_for_the_named_collections(helm, versions, 
     container = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
     assert container["args"] == ["reconcile", "-c", "default", "-c", "docs"]
     assert container_env({"spec": job["spec"]["jobTemplate"]["spec"]})["HYBRIDSEARCH_ENDPOINTS__BM25_ADDR"].endswith(":50052")
+
+
+def test_reconcile_dials_the_stores_with_the_internal_certificate(helm):
+    """With TLS (the default) the CronJob presents the internal client certificate; without, it mounts nothing."""
+    for tls, mounted in (("true", True), ("false", False)):
+        docs = render(helm, "--set", "reconcile.collections={default}", "--set", f"tls.enabled={tls}")
+        spec = find(docs, "CronJob", "reconcile")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        env = {e["name"]: e["value"] for e in spec["containers"][0]["env"]}
+        assert env["HYBRIDSEARCH_TLS__ENABLED"] == tls and "HYBRIDSEARCH_AUTH__KEYS_FILE" not in env
+        if mounted:
+            assert env["HYBRIDSEARCH_TLS__CLIENT_CERT_FILE"] == "/etc/hybridsearch/tls/tls.crt"
+            assert spec["volumes"] == [{"name": "tls", "secret": {"secretName": f"{RELEASE}-hybridsearch-tls", "defaultMode": 0o440}}]
+            assert spec["containers"][0]["volumeMounts"][0]["mountPath"] == "/etc/hybridsearch/tls"
+        else:
+            assert "volumes" not in spec and "volumeMounts" not in spec["containers"][0]

@@ -128,7 +128,7 @@ def test_a_stream_is_checked_message_by_message(secure_stack, tenants):
         yield ingest_pb2.UpsertRequest(collection="team-b-docs", documents=[ingest_pb2.Document(id="b-9", text="zebra")])
         yield ingest_pb2.UpsertRequest(collection="team-a-docs", documents=[ingest_pb2.Document(id="b-10", text="zebra")])
 
-    code, details = code_of(lambda: tenants["b"].ingest_stub.UpsertStream(batches(), metadata=tenants["b"].metadata, timeout=60))
+    code, details = code_of(lambda: tenants["b"].ingest_stub.UpsertStream(batches(), timeout=60))
     assert code == DENIED and "may not write collection 'team-a-docs'" in details
     assert "b-10" not in {hit.doc_id for hit in search(tenants["a"], "team-a-docs").hits}
 
