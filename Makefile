@@ -64,6 +64,12 @@ serve: install llm
 doctor:
 	$(BIN)/hybridsearch doctor
 
+# A local CA, a server and an internal client certificate under var/tls, for HYBRIDSEARCH_TLS__ENABLED=true
+# (`serve all` makes them itself on first start when TLS is on; docs/security.md).
+.PHONY: certs
+certs: $(STAMP)
+	$(BIN)/hybridsearch certs
+
 # `hybridsearch loadtest` against a running stack (make serve), loopback only. LOADTEST_ARGS picks the
 # mode and options (default: the FAST ramp to the knee); report and PNGs under var/loadtest/.
 .PHONY: loadtest

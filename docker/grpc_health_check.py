@@ -10,6 +10,9 @@ import sys
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from hybridsearch.common.config import get_settings
+from hybridsearch.common.tls import sync_channel
+
 
 def main(argv: list[str]) -> int:
     if len(argv) not in (1, 2):
@@ -17,7 +20,8 @@ def main(argv: list[str]) -> int:
         return 2
     service = argv[1] if len(argv) == 2 else ""
     try:
-        with grpc.insecure_channel(argv[0]) as channel:
+        # TLS / mTLS from the container's HYBRIDSEARCH_TLS__* settings, as the service itself serves.
+        with sync_channel(argv[0], get_settings()) as channel:
             reply = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=service), timeout=3.0
             )

@@ -578,7 +578,8 @@ def run_demo():
         ep = get_settings().endpoints
         console.print(f"\n[green]serving[/]: gateway {ep.addr('gateway')} — try\n"
                       f"  .venv/bin/hybridsearch query 'reciprocal rank fusion' --explain\n"
-                      f"  grpcurl -plaintext -d '{{\"query\": \"reranking\"}}' {ep.addr('gateway')} hybridsearch.v1.SearchService/Search\n"
+                      f"  grpcurl -plaintext -H \"authorization: Bearer $(cat {get_settings().data_dir}/auth/admin.key)\" "
+                      f"-d '{{\"query\": \"reranking\"}}' {ep.addr('gateway')} hybridsearch.v1.SearchService/Search\n"
                       "Ctrl-C stops everything.")
         sys.stdout.flush()
         _wait_forever()
@@ -667,6 +668,54 @@ def loadtest(
     path = write_outputs(report, folder)
     print_summary(report, Console())
     console.print(f"report → {path} (plots: {', '.join(report['plots']) or 'none'})")
+
+
+
+keys_app = typer.Typer(help="API keys per tenant (docs/security.md)", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+
+
+def _csv(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+@keys_app.command("create")
+def keys_create(
+    tenant: Annotated[str, typer.Option(help="tenant name")],
+    read: Annotated[str, typer.Option(help="collections it may read: names or prefix* patterns, comma-separated")] = "",
+    write: Annotated[str, typer.Option(help="collections it may write (upsert, delete), same form")] = "",
+    admin: Annotated[bool, typer.Option("--admin", help="every operation on every collection")] = False,
+    keys_file: Annotated[Optional[Path], typer.Option(help="default: auth.keys_file, else DATA_DIR/auth/keys.yaml")] = None,
+):
+    """Make a random API key, append its sha256 to the keys file and print the key (shown only this once)."""
+    from hybridsearch.common.apikeys import KEYS_FILE, KeyFileError, create_key, local_auth_dir
+
+    settings = get_settings()
+    path = keys_file or settings.auth.keys_file or local_auth_dir(settings.data_dir) / KEYS_FILE
+    try:
+        key, entry = create_key(path, tenant, _csv(read), _csv(write), role="admin" if admin else "tenant")
+    except KeyFileError as err:
+        console.print(f"[red]{err}[/]")
+        raise typer.Exit(2) from None
+    rights = "admin: everything" if admin else f"read {list(entry.read)} write {list(entry.write)}"
+    console.print(f"key {entry.id} for tenant {entry.tenant!r} ({rights}) added to {path}; "
+                  "it is printed once, below, and stored only as a hash")
+    print(key)
+
+
+@app.command()
+def certs(
+    out: Annotated[Optional[Path], typer.Option(help="default: DATA_DIR/tls")] = None,
+    dns: Annotated[str, typer.Option(help="extra DNS names for the server certificate, comma-separated")] = "",
+    ip: Annotated[str, typer.Option(help="extra IP addresses for the server certificate, comma-separated")] = "",
+):
+    """A local CA, a server certificate (localhost, 127.0.0.1, the service names) and an internal client
+    certificate, for HYBRIDSEARCH_TLS__ENABLED=true (docs/security.md). Replaces what is there."""
+    from hybridsearch.common.tls import local_tls_dir, make_certificates
+
+    folder = out or local_tls_dir(get_settings().data_dir)
+    for path in make_certificates(folder, _csv(dns), _csv(ip)):
+        console.print(f"  {path}")
 
 
 if __name__ == "__main__":

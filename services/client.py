@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-import grpc
-
+from hybridsearch.common.access import gateway_channel
 from hybridsearch.common.limits import KiB, UPSERT_REQUEST_BYTES
 from hybridsearch.common.server import CHANNEL_OPTIONS, RETRY_OPTIONS
 from hybridsearch.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
@@ -35,9 +34,10 @@ def upsert_requests(collection: str, documents: Iterable[ingest_pb2.Document], b
 
 
 class GatewayClient:
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, api_key: str | None = None) -> None:
         # gRPC's retry policy: every public RPC is idempotent (content-hash upserts), so UNAVAILABLE is retried.
-        self.channel = grpc.insecure_channel(address, options=[*CHANNEL_OPTIONS, *RETRY_OPTIONS])
+        # TLS and the API key as configured (HYBRIDSEARCH_API_KEY, else the local admin key): common/access.py
+        self.channel = gateway_channel(address, [*CHANNEL_OPTIONS, *RETRY_OPTIONS], key=api_key)
         self.search_stub = search_pb2_grpc.SearchServiceStub(self.channel)
         self.ingest_stub = ingest_pb2_grpc.IngestServiceStub(self.channel)
 

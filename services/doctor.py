@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hybridsearch.common.config import get_settings
+from hybridsearch.common.tls import sync_channel
 from hybridsearch.launcher import grpc_healthy, port_open
 from hybridsearch.v1 import common_pb2
 
@@ -77,7 +78,7 @@ def _store_engine(name: str, address: str) -> str:
 
     stub_cls = bm25_pb2_grpc.Bm25ServiceStub if name == "bm25" else vector_pb2_grpc.VectorServiceStub
     try:
-        with grpc.insecure_channel(address) as channel:
+        with sync_channel(address, get_settings()) as channel:
             stats = stub_cls(channel).Stats(common_pb2.StoreStatsRequest(collection="default"), timeout=5)
     except grpc.RpcError:
         return ""

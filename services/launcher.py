@@ -24,9 +24,11 @@ from urllib.parse import urlparse
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from hybridsearch.common.config import Settings
+from hybridsearch.common.access import prepare_local
+from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.metrics import metrics_port_env
 from hybridsearch.common.models import LLM_MODELS, ModelUnavailable, llm_model_path
+from hybridsearch.common.tls import sync_channel
 from hybridsearch.reranker.triton import triton_command
 from hybridsearch.supervision import DEAD_STATES, Program, Supervisor
 
@@ -52,9 +54,10 @@ def port_open(host: str, port: int, timeout: float = 0.3) -> bool:
         return False
 
 
-def grpc_healthy(address: str, timeout: float = 1.0) -> bool:
+def grpc_healthy(address: str, timeout: float = 1.0, settings: Settings | None = None) -> bool:
     try:
-        with grpc.insecure_channel(address) as channel:
+        # TLS with the internal client certificate when configured (common/tls.py).
+        with sync_channel(address, settings or get_settings()) as channel:
             reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
             return reply.status == health_pb2.HealthCheckResponse.SERVING
     except grpc.RpcError:
@@ -161,9 +164,15 @@ class Stack:
 
     def start_service(self, name: str) -> None:
         address = self.settings.endpoints.addr(name)
-        self._run(name, [sys.executable, "-m", "hybridsearch.cli", "serve", name], lambda: grpc_healthy(address),
+        self._run(name, [sys.executable, "-m", "hybridsearch.cli", "serve", name], lambda: grpc_healthy(address, settings=self.settings),
                   180, {**self.service_env, **metrics_port_env(self.settings, name)})
         self.notes.append(f"{name}: serving on {address}")
+
+    def prepare_access(self) -> None:
+        """API keys (a local admin key on first start) and, with tls.enabled, certificates: docs/security.md."""
+        env, notes = prepare_local(self.settings)
+        self.service_env.update(env)
+        self.notes.extend(notes)
 
     def _wait(self, name: str, ready: Callable[[], bool], timeout_s: float) -> None:
         end = time.monotonic() + timeout_s
@@ -181,6 +190,7 @@ class Stack:
         # SIGTERM (timeout, kill, systemd) unwinds like Ctrl-C, so the children are stopped too.
         signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
         try:
+            self.prepare_access()
             if self.with_redis:
                 self.start_redis()
             if self.with_triton:

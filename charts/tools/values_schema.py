@@ -39,6 +39,9 @@ CHART_MANAGED = {
     "rerank.triton_http_port": "triton.ports",
     "rerank.triton_metrics_port": "triton.ports",
     "rerank.model_name": "triton.modelName",
+    "tls": "tls.* values and their Secrets",
+    "auth": "auth.* values and their Secret",
+    "api_key": "what a client sends, never a server setting",
 }
 
 # Closed sets and ranges the settings' types do not carry.
@@ -210,6 +213,21 @@ def chart_schema() -> dict:
         "config": config_schema(),
         "env": {"$ref": "#/definitions/envMap"},
         "envFrom": {"type": "array", "items": {"type": "object"}},
+        "tls": obj(
+            {
+                "enabled": {"type": "boolean"},
+                "secretName": {"type": "string"},
+                "gatewaySecretName": {"type": "string"},
+                "gatewayClientAuth": {"type": "boolean"},
+            }
+        ),
+        "auth": obj(
+            {
+                "enabled": {"type": "boolean"},
+                "existingSecret": {"type": "string"},
+                "key": {"type": "string", "minLength": 1},
+            }
+        ),
         "externalOpenSearch": obj({"url": url("https?")}),
         "externalQdrant": obj(
             {

@@ -242,6 +242,34 @@ class ResilienceSettings(BaseModel):
     breaker_reset_s: float = Field(2.0, gt=0)
 
 
+class AuthSettings(BaseModel):
+    """API keys per tenant at the gateway (hybridsearch.common.apikeys, docs/security.md)."""
+
+    # The keys file (sha256 hashes only; YAML or JSON, or a mounted Secret). Unset: no auth. `serve all`
+    # makes data_dir/auth/keys.yaml and a local admin key beside it on first start.
+    keys_file: Path | None = None
+    # `serve all` with no keys_file: make data_dir/auth/keys.yaml and an admin key (false: run without auth).
+    local_admin: bool = True
+
+
+class TlsSettings(BaseModel):
+    """TLS at the gateway, mutual TLS between services (hybridsearch.common.tls, docs/security.md).
+
+    Unset files default to what `make certs` / `serve all` make under data_dir/tls.
+    """
+
+    enabled: bool = False
+    ca_file: Path | None = None  # the CA that signed every service's and internal client's certificate
+    cert_file: Path | None = None  # this server's certificate and key
+    key_file: Path | None = None
+    client_cert_file: Path | None = None  # what internal callers present (mTLS)
+    client_key_file: Path | None = None
+    # The name checked in the servers' certificates instead of the dialled host (one name for every service).
+    server_name: str = ""
+    # Whether the public gateway also asks its clients for a certificate signed by ca_file.
+    gateway_client_auth: bool = False
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="HYBRIDSEARCH_", env_nested_delimiter="__", extra="ignore")
 
@@ -256,6 +284,10 @@ class Settings(BaseSettings):
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     admission: AdmissionSettings = Field(default_factory=AdmissionSettings)
     resilience: ResilienceSettings = Field(default_factory=ResilienceSettings)
+    auth: AuthSettings = Field(default_factory=AuthSettings)
+    tls: TlsSettings = Field(default_factory=TlsSettings)
+    # The API key clients (CLI, GatewayClient, loadtest) send; unset: data_dir/auth/admin.key when present.
+    api_key: SecretStr | None = None
     # One deadline for the whole query path; legs get what is left of it. THOROUGH waits for an LLM.
     search_deadline_s: float = 10.0
     thorough_deadline_s: float = 30.0

@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 import signal
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -15,6 +15,7 @@ from grpc_reflection.v1alpha import reflection
 from hybridsearch.common.config import get_settings
 from hybridsearch.common.limits import MAX_RESPONSE_BYTES, receive_limit
 from hybridsearch.common.metrics import RpcMetricsInterceptor, start_metrics_server
+from hybridsearch.common.tls import add_port, aio_channel
 from hybridsearch.common.telemetry import (
     grpc_client_interceptors,
     grpc_server_interceptors,
@@ -40,10 +41,11 @@ def configure_logging() -> None:
     )
 
 
-def create_server(name: str = "") -> grpc.aio.Server:
+def create_server(name: str = "", extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = ()) -> grpc.aio.Server:
     # Tracing first: the metrics interceptor then runs inside the server span, and the request guard
     # (undecodable or oversized requests answered with their status) inside both, so they count it.
     interceptors = [*grpc_server_interceptors(), RpcMetricsInterceptor(name), RequestGuard()]
+    interceptors.extend(extra_interceptors)  # e.g. the gateway's API-key check (gateway/auth.py)
     # No SO_REUSEPORT: a second server on a taken port must fail to start, not silently share its traffic.
     options = [("grpc.max_send_message_length", MAX_RESPONSE_BYTES),
                ("grpc.max_receive_message_length", receive_limit(name)), ("grpc.so_reuseport", 0)]
@@ -67,16 +69,17 @@ async def serve(
     port: int,
     register: Callable[[grpc.aio.Server], Awaitable[list[str]]],
     on_stop: Callable[[], Awaitable[None]] | None = None,
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
 ) -> None:
     """Starts a server, marks it SERVING, and runs until SIGINT/SIGTERM."""
     setup_telemetry(name)
     settings = get_settings()
     host = settings.endpoints.host
     start_metrics_server(name, host, settings.metrics_port)
-    server = create_server(name)
+    server = create_server(name, interceptors)
     service_names = await register(server)
     health_servicer = add_health_and_reflection(server, service_names)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    bound = add_port(server, name, f"{host}:{port}", settings)  # TLS / mTLS when settings.tls.enabled
     if bound == 0:
         raise RuntimeError(f"{name}: cannot bind {host}:{port}")
     await server.start()
@@ -141,10 +144,12 @@ RETRY_SERVICE_CONFIG = json.dumps(
 RETRY_OPTIONS = [("grpc.service_config", RETRY_SERVICE_CONFIG), ("grpc.enable_retries", 1)]
 
 
-def insecure_channel(address: str) -> grpc.aio.Channel:
-    """A client channel with retries, OTel context propagation and large messages allowed."""
-    return grpc.aio.insecure_channel(
+def internal_channel(address: str) -> grpc.aio.Channel:
+    """A channel to an internal service with retries, OTel context propagation and large messages allowed;
+    mutual TLS when settings.tls.enabled (hybridsearch.common.tls), plaintext otherwise."""
+    return aio_channel(
         address,
+        get_settings(),
         options=[
             *CHANNEL_OPTIONS,
             *RETRY_OPTIONS,
@@ -155,3 +160,6 @@ def insecure_channel(address: str) -> grpc.aio.Channel:
         ],
         interceptors=grpc_client_interceptors(),
     )
+
+
+insecure_channel = internal_channel  # the earlier name, for code written before TLS

@@ -13,7 +13,7 @@ import grpc
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.common.config import ExpansionSettings, Settings, get_settings
-from hybridsearch.common.server import insecure_channel, serve
+from hybridsearch.common.server import internal_channel, serve
 from hybridsearch.common.telemetry import tracer
 from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection, check_filters
 from hybridsearch.expansion.cache import ExpansionCache
@@ -37,7 +37,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
             LlmExpander(self.cfg.llm_url, self.cfg.llm_model, self.cfg.llm_timeout_s, self.cfg.llm_max_tokens)
             if self.cfg.llm_url else None
         )
-        self.bm25 = bm25_pb2_grpc.Bm25ServiceStub(insecure_channel(settings.endpoints.addr("bm25")))
+        self.bm25 = bm25_pb2_grpc.Bm25ServiceStub(internal_channel(settings.endpoints.addr("bm25")))
         self.tracer = tracer(__name__)
 
     def _generator(self, effort: int) -> str:

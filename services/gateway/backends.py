@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hybridsearch.common.config import Settings
-from hybridsearch.common.server import insecure_channel
+from hybridsearch.common.server import internal_channel
 from hybridsearch.reranker.client import RerankerClient
 from hybridsearch.v1 import bm25_pb2_grpc, expansion_pb2_grpc, fusion_pb2_grpc, vector_pb2_grpc
 
@@ -22,7 +22,7 @@ class Backends:
     @classmethod
     def connect(cls, settings: Settings) -> Backends:
         ep = settings.endpoints
-        channels = {name: insecure_channel(ep.addr(name)) for name in ("bm25", "vector", "expansion", "fusion")}
+        channels = {name: internal_channel(ep.addr(name)) for name in ("bm25", "vector", "expansion", "fusion")}
         return cls(
             bm25=bm25_pb2_grpc.Bm25ServiceStub(channels["bm25"]),
             vector=vector_pb2_grpc.VectorServiceStub(channels["vector"]),

@@ -6,6 +6,7 @@ import grpc
 
 from hybridsearch.common.config import get_settings
 from hybridsearch.common.server import serve
+from hybridsearch.gateway.auth import gateway_interceptors
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.ingest import IngestServicer
 from hybridsearch.gateway.search import SearchServicer
@@ -24,4 +25,5 @@ async def main() -> None:
             ingest_pb2.DESCRIPTOR.services_by_name["IngestService"].full_name,
         ]
 
-    await serve("gateway", settings.endpoints.gateway_port, register, on_stop=backends.close)
+    await serve("gateway", settings.endpoints.gateway_port, register, on_stop=backends.close,
+                interceptors=gateway_interceptors(settings))

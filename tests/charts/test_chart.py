@@ -169,7 +169,8 @@ def test_kubernetes_validate_catches_a_bad_manifest(helm):
 
 
 def test_current_kubernetes_gets_current_apis_and_grpc_probes(helm):
-    docs = render(helm, "--kube-version", CURRENT_K8S)
+    # Native gRPC probes where the services speak plaintext; with TLS (the default) see test_tls_*.
+    docs = render(helm, "--kube-version", CURRENT_K8S, "--set", "tls.enabled=false")
     assert {("policy/v1", "PodDisruptionBudget"), ("autoscaling/v2", "HorizontalPodAutoscaler")} <= kinds(
         docs
     )
@@ -182,6 +183,74 @@ def test_current_kubernetes_gets_current_apis_and_grpc_probes(helm):
         grpc_port = next(p["containerPort"] for p in container["ports"] if p["name"] == "grpc")
         for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
             assert container[probe]["grpc"] == {"port": grpc_port}, (component, probe)
+
+
+def test_tls_is_on_by_default_with_exec_probes_and_secrets_mounted(helm):
+    docs = render(helm, "--kube-version", CURRENT_K8S)
+    secrets = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Secret"}
+    assert set(secrets) == {f"{RELEASE}-hybridsearch-{n}" for n in ("tls", "api-keys", "admin-key")}
+    assert set(secrets[f"{RELEASE}-hybridsearch-tls"]["data"]) == {"tls.crt", "tls.key", "ca.crt"}  # cert-manager's keys
+    for component in PYTHON_SERVICES:
+        deployment = find(docs, "Deployment", component)
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        port = find(docs, "Service", component)["spec"]["ports"][0]["port"]
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            # The kubelet's gRPC probe speaks no TLS: grpc-health-check with the pod's own certificates.
+            assert container[probe]["exec"]["command"] == ["grpc-health-check", f"127.0.0.1:{port}"], (component, probe)
+        env = container_env(deployment)
+        assert env["HYBRIDSEARCH_TLS__ENABLED"] == "true"
+        assert env["HYBRIDSEARCH_TLS__CLIENT_CERT_FILE"] == "/etc/hybridsearch/tls/tls.crt"
+        volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+        assert volumes["tls"]["secret"]["secretName"] == f"{RELEASE}-hybridsearch-tls"
+        assert ("HYBRIDSEARCH_AUTH__KEYS_FILE" in env) == (component == "gateway") == ("api-keys" in volumes)
+    triton = find(docs, "Deployment", "triton")["spec"]["template"]["spec"]["containers"][0]
+    assert triton["readinessProbe"]["grpc"]
+    named = render(helm, "--set", "tls.secretName=search-internal", "--set", "tls.gatewaySecretName=search-public",
+                   "--set", "auth.existingSecret=search-keys")
+    assert not [d for d in named if d["kind"] == "Secret"]
+    gateway = find(named, "Deployment", "gateway")
+    env = container_env(gateway)
+    assert env["HYBRIDSEARCH_TLS__CERT_FILE"] == "/etc/hybridsearch/gateway-tls/tls.crt"
+    assert env["HYBRIDSEARCH_TLS__CLIENT_CERT_FILE"] == "/etc/hybridsearch/tls/tls.crt"
+    volumes = {v["name"]: v["secret"]["secretName"] for v in gateway["spec"]["template"]["spec"]["volumes"] if "secret" in v}
+    assert volumes == {"tls": "search-internal", "gateway-tls": "search-public", "api-keys": "search-keys"}
+    off = render(helm, "--set", "tls.enabled=false", "--set", "auth.enabled=false")
+    assert not [d for d in off if d["kind"] == "Secret"]
+    assert container_env(find(off, "Deployment", "gateway"))["HYBRIDSEARCH_TLS__ENABLED"] == "false"
+
+
+async def test_the_generated_certificate_and_admin_key_work(helm, tmp_path):
+    """The chart's own Secrets, used by the real code: mTLS on 127.0.0.1 and by Service name, the admin key."""
+    import base64
+
+    from hybridsearch.common.apikeys import authenticate, parse_keys
+    from hybridsearch.common.tls import aio_channel, server_credentials
+
+    docs = render(helm)
+    data = {d["metadata"]["name"].removeprefix(f"{RELEASE}-hybridsearch-"): d["data"] for d in docs if d["kind"] == "Secret"}
+    for name, value in data["tls"].items():
+        (tmp_path / name).write_bytes(base64.b64decode(value))
+    keys = parse_keys(base64.b64decode(data["api-keys"]["keys.yaml"]).decode())
+    admin_key = base64.b64decode(data["admin-key"]["api-key"]).decode()
+    assert authenticate(keys, f"Bearer {admin_key}").role == "admin"
+    assert admin_key not in base64.b64decode(data["api-keys"]["keys.yaml"]).decode()
+
+    crt, key, ca = (str(tmp_path / n) for n in ("tls.crt", "tls.key", "ca.crt"))
+    settings = Settings(tls={"enabled": True, "ca_file": ca, "cert_file": crt, "key_file": key,
+                             "client_cert_file": crt, "client_key_file": key})
+    server = grpc.aio.server()
+    servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    port = server.add_secure_port("127.0.0.1:0", server_credentials(settings, "bm25"))
+    await server.start()
+    try:
+        for name in ("", f"{RELEASE}-hybridsearch-vector", f"{RELEASE}-hybridsearch-gateway.search.svc"):
+            named = settings.model_copy(update={"tls": settings.tls.model_copy(update={"server_name": name})})
+            async with aio_channel(f"127.0.0.1:{port}", named) as channel:
+                reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING, name
+    finally:
+        await server.stop(None)
 
 
 # A live 1.20 server lists these group/version/kind entries (and no policy/v1, autoscaling/v2).
@@ -249,6 +318,8 @@ BAD_VALUES = {
         {"externalOpenSearch": {"url": "opensearch:9200"}},
         "/externalOpenSearch/url",
     ),
+    "TLS switch as a string": ({"tls": {"enabled": "yes"}}, "/tls/enabled"),
+    "API keys in config": ({"config": {"auth": {"keys_file": "/k"}}}, "auth"),
     "both PDB bounds": (
         {"gateway": {"podDisruptionBudget": {"enabled": True, "minAvailable": 1, "maxUnavailable": 1}}},
         "/gateway/podDisruptionBudget",
@@ -515,3 +586,18 @@ def test_reconcile_runs_on_a_schedule_for_the_named_collections(helm, versions, 
     container = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
     assert container["args"] == ["reconcile", "-c", "default", "-c", "docs"]
     assert container_env({"spec": job["spec"]["jobTemplate"]["spec"]})["HYBRIDSEARCH_ENDPOINTS__BM25_ADDR"].endswith(":50052")
+
+
+def test_reconcile_dials_the_stores_with_the_internal_certificate(helm):
+    """With TLS (the default) the CronJob presents the internal client certificate; without, it mounts nothing."""
+    for tls, mounted in (("true", True), ("false", False)):
+        docs = render(helm, "--set", "reconcile.collections={default}", "--set", f"tls.enabled={tls}")
+        spec = find(docs, "CronJob", "reconcile")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        env = {e["name"]: e["value"] for e in spec["containers"][0]["env"]}
+        assert env["HYBRIDSEARCH_TLS__ENABLED"] == tls and "HYBRIDSEARCH_AUTH__KEYS_FILE" not in env
+        if mounted:
+            assert env["HYBRIDSEARCH_TLS__CLIENT_CERT_FILE"] == "/etc/hybridsearch/tls/tls.crt"
+            assert spec["volumes"] == [{"name": "tls", "secret": {"secretName": f"{RELEASE}-hybridsearch-tls", "defaultMode": 0o440}}]
+            assert spec["containers"][0]["volumeMounts"][0]["mountPath"] == "/etc/hybridsearch/tls"
+        else:
+            assert "volumes" not in spec and "volumeMounts" not in spec["containers"][0]

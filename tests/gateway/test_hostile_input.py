@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from stacks import gateway_client, running_stack, stack_env_on
 
+from hybridsearch.common.access import gateway_channel
 from hybridsearch.common.limits import (
     MAX_DELETE_IDS,
     MAX_DOC_ID_CHARS,
@@ -82,7 +83,8 @@ def stack(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def channel(stack):
-    with grpc.insecure_channel(stack.settings.endpoints.addr("gateway")) as ch:
+    # Raw bytes through the gateway with the stack's admin key (API keys are on in every `serve all`).
+    with gateway_channel(stack.settings.endpoints.addr("gateway")) as ch:
         yield ch
 
 

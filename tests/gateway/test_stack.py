@@ -253,17 +253,20 @@ def test_grpcurl_reaches_the_gateway_through_reflection(stack, sample):
     import json
     import subprocess
 
+    from hybridsearch.common.access import api_key
+
     address = stack.settings.endpoints.addr("gateway")
+    key = ["-H", f"authorization: Bearer {api_key(stack.settings)}"]  # the admin key `serve all` made
     listed = subprocess.run([grpcurl_binary(), "-plaintext", address, "list"], capture_output=True, text=True, timeout=30)
     assert "hybridsearch.v1.SearchService" in listed.stdout and "hybridsearch.v1.IngestService" in listed.stdout
     answer = subprocess.run(
-        [grpcurl_binary(), "-plaintext", "-d", json.dumps({"query": "cross-encoder reranking", "top_k": 3}),
+        [grpcurl_binary(), "-plaintext", *key, "-d", json.dumps({"query": "cross-encoder reranking", "top_k": 3}),
          address, "hybridsearch.v1.SearchService/Search"],
         capture_output=True, text=True, timeout=30,
     )
     assert answer.returncode == 0, answer.stderr
     hits = json.loads(answer.stdout)["hits"]
     assert hits[0]["doc_id"] == "reranking.md" and len(hits) == 3  # grpcurl prints proto field names
-    bad = subprocess.run([grpcurl_binary(), "-plaintext", "-d", '{"query": ""}', address, "hybridsearch.v1.SearchService/Search"],
+    bad = subprocess.run([grpcurl_binary(), "-plaintext", *key, "-d", '{"query": ""}', address, "hybridsearch.v1.SearchService/Search"],
                          capture_output=True, text=True, timeout=30)
     assert "InvalidArgument" in bad.stderr and "query is empty" in bad.stderr

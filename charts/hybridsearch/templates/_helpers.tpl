@@ -161,6 +161,7 @@ Args: root, name, component.
 {{- $attrs = append $attrs (printf "%s=%s" $k (include "hybridsearch.envValue" $val)) }}
 {{- end }}
 {{- $_ = set $env "OTEL_RESOURCE_ATTRIBUTES" (join "," $attrs) }}
+{{- range $key, $val := include "hybridsearch.accessEnv" . | fromYaml }}{{- $_ = set $env $key $val }}{{- end }}
 {{- /* values.config: sections become HYBRIDSEARCH_<SECTION>__<NAME>, top-level keys HYBRIDSEARCH_<NAME>. */}}
 {{- range $key, $val := $v.config }}
 {{- if kindIs "map" $val }}
@@ -388,7 +389,7 @@ spec:
           {{- with $root.Values.envFrom }}
           envFrom: {{- toYaml . | nindent 12 }}
           {{- end }}
-          {{- include "hybridsearch.probes" (dict "root" $root "port" $c.port "grpc" true "exec" (list "grpc-health-check" (printf "127.0.0.1:%v" $c.port))) | trim | nindent 10 }}
+          {{- include "hybridsearch.probes" (dict "root" $root "port" $c.port "grpc" (include "hybridsearch.plaintextProbes" $root) "exec" (list "grpc-health-check" (printf "127.0.0.1:%v" $c.port))) | trim | nindent 10 }}
           resources: {{- include "hybridsearch.quantities" $c.resources | nindent 12 }}
           securityContext: {{- toYaml $root.Values.securityContext | nindent 12 }}
           volumeMounts:
@@ -396,6 +397,7 @@ spec:
               mountPath: /data
             - name: tmp
               mountPath: /tmp
+            {{- include "hybridsearch.accessMounts" . | nindent 12 }}
       volumes:
         - name: data
           {{- if and $embedded $c.persistence.enabled }}
@@ -406,6 +408,7 @@ spec:
           {{- end }}
         - name: tmp
           emptyDir: {}
+        {{- include "hybridsearch.accessVolumes" . | nindent 8 }}
       {{- include "hybridsearch.scheduling" (dict "root" $root "component" $c) | trim | nindent 6 }}
 ---
 {{ include "hybridsearch.service" (dict "root" $root "name" $name "component" $c "ports" (ternary (list (dict "name" "grpc" "port" $c.port) (dict "name" "metrics" "port" $root.Values.metrics.port)) (list (dict "name" "grpc" "port" $c.port)) $root.Values.metrics.enabled)) }}

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 
 import grpc
 
+from hybridsearch.common.access import aio_gateway_channel
 from hybridsearch.common.server import CHANNEL_OPTIONS
 from hybridsearch.perf.load.bounds import check_loopback
 from hybridsearch.perf.load.recorder import TOOK_STAGE, Outcome
@@ -24,7 +25,8 @@ class ChannelPool:
 
     def __init__(self, address: str, size: int = 4) -> None:
         self.address = check_loopback(address)
-        self.channels = [grpc.aio.insecure_channel(address, options=CHANNEL_ARGS) for _ in range(max(1, size))]
+        # TLS and the API key as configured (common/access.py).
+        self.channels = [aio_gateway_channel(address, CHANNEL_ARGS) for _ in range(max(1, size))]
         self._search = itertools.cycle([search_pb2_grpc.SearchServiceStub(c) for c in self.channels])
         self._ingest = itertools.cycle([ingest_pb2_grpc.IngestServiceStub(c) for c in self.channels])
 

@@ -1,0 +1,81 @@
+{{/*
+Access: TLS / mutual TLS between services and API keys at the gateway (docs/security.md). Secrets hold
+cert-manager's keys (tls.crt, tls.key, ca.crt); without a secretName the chart makes them (access-secrets.yaml).
+*/}}
+{{- define "hybridsearch.tlsSecretName" -}}
+{{- .Values.tls.secretName | default (printf "%s-tls" (include "hybridsearch.fullname" .)) }}
+{{- end }}
+
+{{- define "hybridsearch.apiKeysSecretName" -}}
+{{- .Values.auth.existingSecret | default (printf "%s-api-keys" (include "hybridsearch.fullname" .)) }}
+{{- end }}
+
+{{/* Whether a component's probes can be native gRPC: the kubelet's gRPC probe speaks no TLS. Args: root. */}}
+{{- define "hybridsearch.plaintextProbes" -}}
+{{- if not .Values.tls.enabled }}true{{- end }}
+{{- end }}
+
+{{/* HYBRIDSEARCH_TLS__* / HYBRIDSEARCH_AUTH__* of one service as YAML. Args: root, name. */}}
+{{- define "hybridsearch.accessEnv" -}}
+{{- $v := .root.Values }}
+{{- $env := dict "HYBRIDSEARCH_TLS__ENABLED" (toString $v.tls.enabled) }}
+{{- if $v.tls.enabled }}
+{{- $own := ternary "/etc/hybridsearch/gateway-tls" "/etc/hybridsearch/tls" (and (eq .name "gateway") (ne $v.tls.gatewaySecretName "")) }}
+{{- $_ := set $env "HYBRIDSEARCH_TLS__CA_FILE" "/etc/hybridsearch/tls/ca.crt" }}
+{{- $_ = set $env "HYBRIDSEARCH_TLS__CERT_FILE" (printf "%s/tls.crt" $own) }}
+{{- $_ = set $env "HYBRIDSEARCH_TLS__KEY_FILE" (printf "%s/tls.key" $own) }}
+{{- $_ = set $env "HYBRIDSEARCH_TLS__CLIENT_CERT_FILE" "/etc/hybridsearch/tls/tls.crt" }}
+{{- $_ = set $env "HYBRIDSEARCH_TLS__CLIENT_KEY_FILE" "/etc/hybridsearch/tls/tls.key" }}
+{{- $_ = set $env "HYBRIDSEARCH_TLS__GATEWAY_CLIENT_AUTH" (toString $v.tls.gatewayClientAuth) }}
+{{- end }}
+{{- if and $v.auth.enabled (eq .name "gateway") }}
+{{- $_ := set $env "HYBRIDSEARCH_AUTH__KEYS_FILE" "/etc/hybridsearch/auth/keys.yaml" }}
+{{- end }}
+{{- toYaml $env }}
+{{- end }}
+
+{{/* volumeMounts entries. Args: root, name. */}}
+{{- define "hybridsearch.accessMounts" -}}
+{{- $v := .root.Values }}
+{{- if $v.tls.enabled }}
+- name: tls
+  mountPath: /etc/hybridsearch/tls
+  readOnly: true
+{{- if and (eq .name "gateway") $v.tls.gatewaySecretName }}
+- name: gateway-tls
+  mountPath: /etc/hybridsearch/gateway-tls
+  readOnly: true
+{{- end }}
+{{- end }}
+{{- if and $v.auth.enabled (eq .name "gateway") }}
+- name: api-keys
+  mountPath: /etc/hybridsearch/auth
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{/* volumes entries. Args: root, name. */}}
+{{- define "hybridsearch.accessVolumes" -}}
+{{- $v := .root.Values }}
+{{- if $v.tls.enabled }}
+- name: tls
+  secret:
+    secretName: {{ include "hybridsearch.tlsSecretName" .root }}
+    defaultMode: 0440
+{{- if and (eq .name "gateway") $v.tls.gatewaySecretName }}
+- name: gateway-tls
+  secret:
+    secretName: {{ $v.tls.gatewaySecretName }}
+    defaultMode: 0440
+{{- end }}
+{{- end }}
+{{- if and $v.auth.enabled (eq .name "gateway") }}
+- name: api-keys
+  secret:
+    secretName: {{ include "hybridsearch.apiKeysSecretName" .root }}
+    defaultMode: 0440
+    items:
+      - key: {{ $v.auth.key }}
+        path: keys.yaml
+{{- end }}
+{{- end }}

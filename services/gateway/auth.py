@@ -1,0 +1,132 @@
+"""API keys at the gateway: a server interceptor that authenticates every public RPC and checks the key's
+rights on the request's collection before the servicer sees it.
+
+- no key, a garbled one or an unknown one: UNAUTHENTICATED, with a message saying which;
+- a key without the right on the collection: PERMISSION_DENIED naming the collection and the operation.
+  The check runs before anything is read, so the answer is the same whether the collection exists or not;
+- health checking and reflection are not public services of ours: they stay open (probes, grpcurl);
+- a public method without a rule in METHOD_OPERATIONS is refused (fail closed), as is every call while the
+  keys file cannot be read.
+
+Search, Stats, Upsert, UpsertStream and Delete each name exactly one collection (every message of a
+stream is checked), and no RPC lists collections, so there is no output to filter. Keys never reach a
+log: refusals are logged with the key's id only (docs/security.md).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import grpc
+
+from hybridsearch.common.apikeys import AuthError, KeyEntry, KeyFileError, KeyStore, Operation, authenticate, authorize
+from hybridsearch.common.config import Settings
+from hybridsearch.common.validation import InvalidArgument, check_collection
+
+log = logging.getLogger(__name__)
+
+PUBLIC_SERVICES = ("/hybridsearch.v1.SearchService/", "/hybridsearch.v1.IngestService/")
+METHOD_OPERATIONS: dict[str, Operation] = {
+    "/hybridsearch.v1.SearchService/Search": "read",
+    "/hybridsearch.v1.IngestService/Stats": "read",
+    "/hybridsearch.v1.IngestService/Upsert": "write",
+    "/hybridsearch.v1.IngestService/UpsertStream": "write",
+    "/hybridsearch.v1.IngestService/Delete": "write",
+}
+CODES = {"unauthenticated": grpc.StatusCode.UNAUTHENTICATED, "permission_denied": grpc.StatusCode.PERMISSION_DENIED}
+
+Check = Callable[[object, grpc.aio.ServicerContext], Awaitable[None]]
+
+
+def _checked(handler: grpc.RpcMethodHandler, check: Check) -> grpc.RpcMethodHandler:
+    """The same handler with `check(request, context)` run on each request before the servicer gets it."""
+    kw = {"request_deserializer": handler.request_deserializer, "response_serializer": handler.response_serializer}
+    if handler.unary_unary:
+        inner = handler.unary_unary
+
+        async def unary(request, context):
+            await check(request, context)
+            return await inner(request, context)
+
+        return grpc.unary_unary_rpc_method_handler(unary, **kw)
+    if handler.stream_unary:
+        inner_stream = handler.stream_unary
+
+        async def stream(requests: AsyncIterator, context):
+            async def checked():
+                async for request in requests:
+                    await check(request, context)
+                    yield request
+
+            return await inner_stream(checked(), context)
+
+        return grpc.stream_unary_rpc_method_handler(stream, **kw)
+    raise TypeError("the public API has only unary and client-streaming methods")
+
+
+class ApiKeyInterceptor(grpc.aio.ServerInterceptor):
+    """Authenticates and authorises calls to the public services against the keys file."""
+
+    def __init__(self, store: KeyStore) -> None:
+        self.store = store
+
+    async def intercept_service(self, continuation, handler_call_details):
+        method = handler_call_details.method
+        handler = await continuation(handler_call_details)
+        if handler is None or not method.startswith(PUBLIC_SERVICES):
+            return handler
+        short = method.rsplit("/", 1)[-1]
+        metadata = dict(handler_call_details.invocation_metadata or ())
+        try:
+            entry = authenticate(self.store.entries(), metadata.get("authorization"))
+        except AuthError as err:
+            log.info("%s refused: %s", short, err)
+            return _refused(handler, CODES[err.code], str(err))
+        except KeyFileError as err:
+            log.error("%s refused: %s", short, err)
+            return _refused(handler, grpc.StatusCode.UNAVAILABLE, "the gateway cannot read its API keys")
+        operation = METHOD_OPERATIONS.get(method)
+        if operation is None or not (handler.unary_unary or handler.stream_unary):
+            return _refused(handler, grpc.StatusCode.PERMISSION_DENIED, f"{short} has no access rule")
+        return _checked(handler, _collection_check(entry, operation, short))
+
+
+KINDS = (("unary_unary", grpc.unary_unary_rpc_method_handler), ("stream_unary", grpc.stream_unary_rpc_method_handler),
+         ("unary_stream", grpc.unary_stream_rpc_method_handler), ("stream_stream", grpc.stream_stream_rpc_method_handler))
+
+
+def _refused(handler: grpc.RpcMethodHandler, code: grpc.StatusCode, message: str) -> grpc.RpcMethodHandler:
+    """A handler of the same kind that fails the call at once, before reading any request."""
+    async def refuse(request_or_requests, context: grpc.aio.ServicerContext) -> None:
+        await context.abort(code, message)
+
+    factory = next(make for kind, make in KINDS if getattr(handler, kind))
+    return factory(refuse, request_deserializer=handler.request_deserializer,
+                   response_serializer=handler.response_serializer)
+
+
+def _collection_check(entry: KeyEntry, operation: Operation, short: str) -> Check:
+    async def check(request, context: grpc.aio.ServicerContext) -> None:
+        try:
+            collection = check_collection(request.collection)
+        except InvalidArgument as err:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+        try:
+            authorize(entry, operation, collection)
+        except AuthError as err:
+            log.info("%s refused: %s", short, err)
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(err))
+
+    return check
+
+
+def gateway_interceptors(settings: Settings) -> list[grpc.aio.ServerInterceptor]:
+    """The API-key interceptor when a keys file is configured (auth on), else none."""
+    if settings.auth.keys_file is None:
+        log.warning("API keys: OFF (no auth.keys_file): every caller may read and write every collection")
+        return []
+    store = KeyStore(settings.auth.keys_file)
+    store.entries()  # a missing or invalid keys file stops the gateway at start, with the reason
+    log.info("API keys: on, keys file %s", settings.auth.keys_file)
+    return [ApiKeyInterceptor(store)]
