@@ -40,10 +40,29 @@ def running_stack(env: dict[str, str]):
     os.environ.setdefault("HYBRIDSEARCH_MODELS_DIR", str(REPO / "var" / "models"))
     get_settings.cache_clear()
     running = Stack(get_settings()).start()
+    running.test_env = dict(os.environ)  # what a client of this stack reads (data dir: its API key)
     try:
         yield running
     finally:
         running.stop()
+        os.environ.clear()
+        os.environ.update(saved)
+        get_settings.cache_clear()
+
+
+@contextmanager
+def client_environment(stack):
+    """The environment a client of `stack` has, for code that reads settings itself (the API key in the
+    stack's data dir): session-scoped stacks overlap, and os.environ holds whichever started last."""
+    from hybridsearch.common.config import get_settings
+
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(stack.test_env)
+    get_settings.cache_clear()
+    try:
+        yield
+    finally:
         os.environ.clear()
         os.environ.update(saved)
         get_settings.cache_clear()

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from hybridsearch.cli import SAMPLE_CORPUS, app
 from hybridsearch.corpus import read_folder
 from hybridsearch.perf.load.recorder import TOOK_STAGE
+from stacks import client_environment
 
 pytestmark = pytest.mark.stack
 COLLECTION = "perf-load"
@@ -45,7 +46,8 @@ def loadtest(stack, queries, out, *args: str) -> dict:
     """Runs the command; returns the JSON report it wrote."""
     defaults = ["--address", stack.settings.endpoints.addr("gateway"), "--queries-from", str(queries),
                 "--out", str(out), "--warmup", "2", "--collection", COLLECTION]
-    result = CliRunner().invoke(app, ["loadtest", *defaults, *args])  # the last of a repeated option wins
+    with client_environment(stack):
+        result = CliRunner().invoke(app, ["loadtest", *defaults, *args])  # the last of a repeated option wins
     assert result.exit_code == 0, (result.output, result.exception)
     return json.loads((out / "loadtest.json").read_text())
 
