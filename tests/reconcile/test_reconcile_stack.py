@@ -49,7 +49,7 @@ def write_to(stack, store: str, documents, written_at_ms: int) -> None:
 def reconcile(stack, *flags) -> dict:
     out = stack.settings.data_dir / "reconcile.json"
     proc = subprocess.run([sys.executable, "-m", "hybridsearch.cli", "reconcile", "-c", COLLECTION, "--json-out", str(out), *flags],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env=stack.test_env)  # this stack's settings
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(out.read_text())[0]
 
