@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grpc
 
-from hybridsearch.common.limits import MAX_CHUNKS_PER_REQUEST, MAX_DELETE_IDS, MAX_LEG_LIMIT, MAX_LEG_QUERIES
+from hybridsearch.common.limits import MAX_CHUNKS_PER_REQUEST, MAX_LEG_LIMIT, MAX_LEG_QUERIES
 from hybridsearch.common.stores import EngineUnavailable
 from hybridsearch.common.validation import (
     InvalidArgument,
@@ -94,12 +94,10 @@ class StoreServicerMixin:
     async def GetChunks(self, request, context):
         try:
             collection = check_collection(request.collection)
-            if len(request.doc_ids) > MAX_DELETE_IDS:
-                raise InvalidArgument(f"at most {MAX_DELETE_IDS} documents a request, got {len(request.doc_ids)}")
-            ids = [check_doc_id(d) for d in request.doc_ids]
+            doc_ids = check_doc_ids(request.doc_ids)
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        return common_pb2.GetChunksResponse(chunks=await self._call_engine(context, self.engine.get_chunks(collection, ids)))
+        return common_pb2.GetChunksResponse(chunks=await self._call_engine(context, self.engine.get_chunks(collection, doc_ids)))
 
     async def ContentHashes(self, request, context):
         try:
