@@ -180,11 +180,11 @@ class Stack:
         while time.monotonic() < end:
             state = self._supervised().state(name)
             if state in DEAD_STATES:
-                raise RuntimeError(f"{name} {state.lower()} at start; see {log}")
+                raise RuntimeError(f"{name} {state.lower()} at start; see {log}{_tail(log)}")
             if ready():
                 return
             time.sleep(0.2)
-        raise RuntimeError(f"{name} not ready after {timeout_s:.0f}s; see {log}")
+        raise RuntimeError(f"{name} not ready after {timeout_s:.0f}s; see {log}{_tail(log)}")
 
     def start(self) -> Stack:
         # SIGTERM (timeout, kill, systemd) unwinds like Ctrl-C, so the children are stopped too.
@@ -231,6 +231,15 @@ class Stack:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _tail(log: Path, lines: int = 15) -> str:
+    """The last lines of a part's log, for an error that would otherwise only name the file (CI keeps no files)."""
+    try:
+        text = log.read_text(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return ""
+    return "; its last lines:\n" + "\n".join(text) if text else ""
 
 
 def redis_server() -> str | None:

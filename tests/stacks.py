@@ -11,16 +11,19 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+# Every test port is below 32768, outside Linux's ephemeral range (32768-60999): a port in that range
+# can be taken as the source port of any outgoing connection (a long-lived gRPC channel of another
+# stack), and a server that should listen there then fails to bind until that connection closes.
 STACK_ENV = {
-    "HYBRIDSEARCH_ENDPOINTS__GATEWAY_PORT": "51051",
-    "HYBRIDSEARCH_ENDPOINTS__BM25_PORT": "51052",
-    "HYBRIDSEARCH_ENDPOINTS__VECTOR_PORT": "51053",
-    "HYBRIDSEARCH_ENDPOINTS__EXPANSION_PORT": "51054",
-    "HYBRIDSEARCH_ENDPOINTS__FUSION_PORT": "51055",
-    "HYBRIDSEARCH_EXPANSION__REDIS_URL": "redis://127.0.0.1:56379/0",
-    "HYBRIDSEARCH_RERANK__TRITON_URL": "127.0.0.1:58001",
-    "HYBRIDSEARCH_RERANK__TRITON_HTTP_PORT": "58000",
-    "HYBRIDSEARCH_RERANK__TRITON_METRICS_PORT": "58002",
+    "HYBRIDSEARCH_ENDPOINTS__GATEWAY_PORT": "21051",
+    "HYBRIDSEARCH_ENDPOINTS__BM25_PORT": "21052",
+    "HYBRIDSEARCH_ENDPOINTS__VECTOR_PORT": "21053",
+    "HYBRIDSEARCH_ENDPOINTS__EXPANSION_PORT": "21054",
+    "HYBRIDSEARCH_ENDPOINTS__FUSION_PORT": "21055",
+    "HYBRIDSEARCH_EXPANSION__REDIS_URL": "redis://127.0.0.1:26379/0",
+    "HYBRIDSEARCH_RERANK__TRITON_URL": "127.0.0.1:28001",
+    "HYBRIDSEARCH_RERANK__TRITON_HTTP_PORT": "28000",
+    "HYBRIDSEARCH_RERANK__TRITON_METRICS_PORT": "28002",
     # No LLM in the shared stack (tests/expansion/test_llm_server.py starts one on a port of its own).
     "HYBRIDSEARCH_EXPANSION__LLM_SERVE": "",
     # Metrics endpoints are tested in tests/observability on ports of their own; off here, so test
@@ -70,8 +73,8 @@ def client_environment(stack):
 
 def stack_env_on(grpc: str, redis: str, triton: str) -> dict[str, str]:
     """STACK_ENV moved to other ports, for a stack that runs beside the shared one: each argument
-    replaces a port family's prefix (grpc "5205" gives 52051-52055, redis "5647" 56479, triton "5810" 58100-58102)."""
-    return {key: value.replace("5105", grpc).replace("5637", redis).replace("5800", triton)
+    replaces a port family's prefix (grpc "2205" gives 22051-22055, redis "2647" 26479, triton "2810" 28100-28102)."""
+    return {key: value.replace("2105", grpc).replace("2637", redis).replace("2800", triton)
             for key, value in STACK_ENV.items()}
 
 

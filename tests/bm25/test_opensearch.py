@@ -28,8 +28,8 @@ from hybridsearch.common.stores import EngineUnavailable
 from hybridsearch.common.chunking import content_hash
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2
 
-NOIDA_PORT = 59201  # 59200 is left to `hybridsearch bench` runs (docs/opensearch.md)
-UNUSED_PORT = 59209
+NOIDA_PORT = 29201  # `hybridsearch bench` runs use 59200 (docs/opensearch.md)
+UNUSED_PORT = 29209
 URL = f"http://127.0.0.1:{NOIDA_PORT}"
 
 
@@ -400,13 +400,13 @@ async def test_settings_select_and_configure_the_engine(monkeypatch):
     from hybridsearch.common.config import Settings
 
     monkeypatch.setenv("HYBRIDSEARCH_BM25__ENGINE", "opensearch")
-    monkeypatch.setenv("HYBRIDSEARCH_BM25__OPENSEARCH_URL", "http://user:secret@127.0.0.1:59209")
+    monkeypatch.setenv("HYBRIDSEARCH_BM25__OPENSEARCH_URL", "http://user:secret@127.0.0.1:29209")
     monkeypatch.setenv("HYBRIDSEARCH_BM25__OPENSEARCH_SHARDS", "3")
     monkeypatch.setenv("HYBRIDSEARCH_BM25__STOPWORDS", "lucene")
     engine = build_engine(Settings())
     try:
         assert isinstance(engine, OpenSearchBm25Engine)
-        assert engine.url == "http://127.0.0.1:59209"  # credentials stay out of messages and stats
+        assert engine.url == "http://127.0.0.1:29209"  # credentials stay out of messages and stats
         assert engine.search_type == "dfs_query_then_fetch"
         assert engine.body["settings"]["index"]["number_of_shards"] == 3
         assert len(engine.body["settings"]["analysis"]["filter"]["hybridsearch_stop"]["stopwords"]) == 33

@@ -23,9 +23,9 @@ from hybridsearch.v1 import common_pb2, search_pb2
 pytestmark = pytest.mark.stack
 OK = search_pb2.LEG_STATE_OK
 LLM_ENV = {
-    **stack_env_on(grpc="5505", redis="5667", triton="5820"),
+    **stack_env_on(grpc="2505", redis="2667", triton="2820"),
     "HYBRIDSEARCH_EXPANSION__LLM_SERVE": "smollm2-135m",
-    "HYBRIDSEARCH_EXPANSION__LLM_PORT": "55080",
+    "HYBRIDSEARCH_EXPANSION__LLM_PORT": "25080",
 }
 
 

@@ -10,13 +10,13 @@ from hybridsearch.cli import SAMPLE_CORPUS
 from hybridsearch.corpus import read_folder
 from hybridsearch.faults.proxy import FaultProxy
 
-BM25_PORT = 57052
-PROXY_PORT = 57060
+BM25_PORT = 27052
+PROXY_PORT = 27060
 FAULT_ENV = {
-    **stack_env_on(grpc="5705", redis="5677", triton="5840"),
+    **stack_env_on(grpc="2705", redis="2677", triton="2840"),
     "HYBRIDSEARCH_ENDPOINTS__BM25_ADDR": f"127.0.0.1:{PROXY_PORT}",
     "HYBRIDSEARCH_EXPANSION__LLM_SERVE": "smollm2-135m",
-    "HYBRIDSEARCH_EXPANSION__LLM_PORT": "57080",
+    "HYBRIDSEARCH_EXPANSION__LLM_PORT": "27080",
 }
 
 

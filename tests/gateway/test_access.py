@@ -27,7 +27,7 @@ DENIED, UNAUTH = grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICA
 @pytest.fixture(scope="module")
 def secure_stack(tmp_path_factory):
     """`serve all` as a user runs it with TLS on: the launcher makes the admin key and the certificates."""
-    env = {**stack_env_on("5905", "5697", "5860"), "HYBRIDSEARCH_DATA_DIR": str(tmp_path_factory.mktemp("secure")),
+    env = {**stack_env_on("2905", "2697", "2860"), "HYBRIDSEARCH_DATA_DIR": str(tmp_path_factory.mktemp("secure")),
            "HYBRIDSEARCH_TLS__ENABLED": "true"}
     with running_stack(env) as running:
         yield running

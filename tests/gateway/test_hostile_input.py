@@ -75,7 +75,7 @@ def process_ids(stack) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    env = {**stack_env_on("5305", "5687", "5850"), "HYBRIDSEARCH_DATA_DIR": str(tmp_path_factory.mktemp("hostile"))}
+    env = {**stack_env_on("2305", "2687", "2850"), "HYBRIDSEARCH_DATA_DIR": str(tmp_path_factory.mktemp("hostile"))}
     with running_stack(env) as running:
         STARTED_PIDS.update(process_ids(running))
         yield running

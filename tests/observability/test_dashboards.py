@@ -23,7 +23,7 @@ pytestmark = pytest.mark.stack
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "charts" / "hybridsearch" / "files" / "dashboards"
-PROMETHEUS_PORT = 59090
+PROMETHEUS_PORT = 29090
 PROMETHEUS = f"http://127.0.0.1:{PROMETHEUS_PORT}"
 SCRAPE_S = 1
 

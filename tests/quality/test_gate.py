@@ -21,7 +21,7 @@ pytestmark = pytest.mark.quality
 PINNED = json.loads((Path(__file__).with_name("pinned.json")).read_text())
 TOLERANCE = 0.01
 # Ports of its own: the session's `stack` fixture may still hold STACK_ENV's.
-GATE_ENV = stack_env_on(grpc="5205", redis="5647", triton="5810")
+GATE_ENV = stack_env_on(grpc="2205", redis="2648", triton="2870")
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from hybridsearch.reranker.gpu_repository import STEPS_SOURCE, GpuOptions, build
 from hybridsearch.reranker.triton import TEMPLATE, build_repository, triton_command
 
 # Ports given to this test (HTTP, gRPC, metrics): nobody else's.
-HTTP_PORT, GRPC_PORT, METRICS_PORT = 58300, 58301, 58302
+HTTP_PORT, GRPC_PORT, METRICS_PORT = 28300, 28301, 28302
 OPTS = GpuOptions(gpus=(0, 1), instances_per_gpu=2, max_batch_size=256, preferred_batch_sizes=(64, 256),
                   max_queue_delay_us=800, max_queue_size=32)
 DTYPES = {"tensor(int64)": mc.TYPE_INT64, "tensor(float)": mc.TYPE_FP32}
