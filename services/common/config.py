@@ -13,6 +13,8 @@ from typing import Literal
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from hybridsearch.common.collections import CollectionConfig, check_collections, load_collections_file
+
 
 class Endpoints(BaseModel):
     """Where each service listens (server side) and is reached (client side)."""
@@ -303,6 +305,16 @@ class Settings(BaseSettings):
     # Prometheus /metrics of this process (0 = off). On one machine the launcher gives each service
     # its own: metrics_port + the service's offset (hybridsearch.common.metrics.METRICS_PORT_OFFSETS).
     metrics_port: int = 9464
+    # What each collection declares (fields and boosts, fuzzy, language, tags, links): common/collections.py.
+    # collections_file (YAML/JSON) is read first, the `collections` mapping (JSON in the env) goes on top.
+    collections_file: Path | None = None
+    collections: dict[str, CollectionConfig] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _declared_collections(self) -> "Settings":
+        declared = load_collections_file(self.collections_file) if self.collections_file else {}
+        self.collections = check_collections({**declared, **self.collections})
+        return self
 
 
 @lru_cache(maxsize=1)
