@@ -6,6 +6,7 @@ would pick whichever pytest imported first."""
 from __future__ import annotations
 
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -32,6 +33,21 @@ STACK_ENV = {
 }
 
 
+# Two checkouts testing at once on one machine (git worktrees) each set their own shift (10, 20, ...):
+# every stack's ports move by it. Modules that also dial fixed ports of their own (tests/faults,
+# tests/observability) are not shifted there: run those from one checkout at a time.
+PORT_SHIFT = int(os.environ.get("HYBRIDSEARCH_TEST_PORT_SHIFT", "0"))
+PORT = re.compile(r"(?<![\d.])(2\d{4})(?!\d)")
+
+
+def shifted(env: dict[str, str]) -> dict[str, str]:
+    """The stack's environment with its ports (2xxxx, in *_PORT and *_URL values) moved by PORT_SHIFT."""
+    if not PORT_SHIFT:
+        return env
+    return {key: PORT.sub(lambda m: str(int(m.group(1)) + PORT_SHIFT), value)
+            if key.endswith(("_PORT", "_URL")) else value for key, value in env.items()}
+
+
 @contextmanager
 def running_stack(env: dict[str, str]):
     """The whole stack as child processes, configured by `env` on top of this process's environment."""
@@ -39,7 +55,7 @@ def running_stack(env: dict[str, str]):
     from hybridsearch.launcher import Stack
 
     saved = dict(os.environ)
-    os.environ.update(env)
+    os.environ.update(shifted(env))
     os.environ.setdefault("HYBRIDSEARCH_MODELS_DIR", str(REPO / "var" / "models"))
     get_settings.cache_clear()
     running = Stack(get_settings()).start()
