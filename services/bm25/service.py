@@ -42,7 +42,7 @@ class Bm25Servicer(StoreServicerMixin, bm25_pb2_grpc.Bm25ServiceServicer):
     def __init__(self, engine: LexicalEngine) -> None:
         self.engine = engine
 
-    async def Search(self, request, context):
+    async def Search(self, request: common_pb2.LegSearchRequest, context) -> common_pb2.LegSearchResponse:
         try:
             collection, filters = check_leg_search(request)
         except InvalidArgument as err:

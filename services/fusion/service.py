@@ -10,8 +10,8 @@ from hybridsearch.common.validation import InvalidArgument, abort_invalid
 from hybridsearch.fusion.methods import FusionMethod, FusionParams, Item, QueryKind, Ranking, fuse
 from hybridsearch.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc
 
-LEGS = {common_pb2.LEG_BM25: "bm25", common_pb2.LEG_VECTOR: "vector"}
-LEG_ENUM = {v: k for k, v in LEGS.items()}
+# The legs fusion accepts (every common_pb2.Leg but UNSPECIFIED); lists and evidence carry the enum itself.
+LEGS = frozenset(common_pb2.Leg.values()) - {common_pb2.LEG_UNSPECIFIED}
 KINDS = {
     common_pb2.QUERY_KIND_UNSPECIFIED: QueryKind.ORIGINAL,
     common_pb2.QUERY_KIND_ORIGINAL: QueryKind.ORIGINAL,
@@ -75,13 +75,13 @@ def fuse_proto(lists: list[common_pb2.RankedList], params: FusionParams, limit: 
     rankings = []
     for rl in lists:
         if rl.leg not in LEGS:
-            raise InvalidArgument("every list needs a leg (LEG_BM25 or LEG_VECTOR)")
+            raise InvalidArgument(f"every list needs a leg ({', '.join(common_pb2.Leg.Name(v) for v in sorted(LEGS))})")
         if with_text:
             for h in rl.hits:
                 texts.setdefault(h.chunk_id, (h.title, h.text))
         rankings.append(
             Ranking(
-                leg=LEGS[rl.leg], kind=KINDS.get(rl.kind, QueryKind.ORIGINAL),
+                leg=rl.leg, kind=KINDS.get(rl.kind, QueryKind.ORIGINAL),
                 weight=rl.weight if rl.weight > 0 else None,
                 items=[Item(h.doc_id, h.chunk_id, h.score) for h in sorted(rl.hits, key=lambda h: h.rank)],
             )
@@ -94,7 +94,7 @@ def fuse_proto(lists: list[common_pb2.RankedList], params: FusionParams, limit: 
                 doc_id=f.doc_id, chunk_id=f.chunk_id, title=title, text=text,
                 fusion_score=f.score, normalized_score=f.normalized,
                 evidence=[
-                    fusion_pb2.LegEvidence(leg=LEG_ENUM[e.leg], kind=KIND_ENUM[e.kind], rank=e.rank, score=e.score)
+                    fusion_pb2.LegEvidence(leg=e.leg, kind=KIND_ENUM[e.kind], rank=e.rank, score=e.score)
                     for e in f.evidence
                 ],
             )

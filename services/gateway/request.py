@@ -29,14 +29,6 @@ class SearchPlan:
     min_score: float
     explain: bool
 
-    @property
-    def uses_bm25(self) -> bool:
-        return self.mode in (common_pb2.RETRIEVAL_MODE_BM25, common_pb2.RETRIEVAL_MODE_HYBRID)
-
-    @property
-    def uses_vector(self) -> bool:
-        return self.mode in (common_pb2.RETRIEVAL_MODE_VECTOR, common_pb2.RETRIEVAL_MODE_HYBRID)
-
 
 def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> SearchPlan:
     query = request.query.strip()

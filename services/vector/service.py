@@ -17,11 +17,12 @@ from hybridsearch.common.validation import InvalidArgument, abort_invalid
 from hybridsearch.v1 import common_pb2, vector_pb2, vector_pb2_grpc
 from hybridsearch.vector.embedder import EmbeddingCache, OnnxEmbedder, QueryEncoder
 from hybridsearch.vector.edge import EdgeStore
+from hybridsearch.vector.engine import DenseEngine
 from hybridsearch.vector.store import ChunkPointStore, QdrantStore
 
 
 class VectorEngine:
-    """Embedder + store; what StoreServicerMixin and Search call."""
+    """Embedder + store (a DenseEngine); what StoreServicerMixin and Search call."""
 
     def __init__(self, settings: Settings) -> None:
         cfg = settings.vector
@@ -113,10 +114,10 @@ class VectorEngine:
 
 
 class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
-    def __init__(self, engine: VectorEngine) -> None:
+    def __init__(self, engine: DenseEngine) -> None:
         self.engine = engine
 
-    async def Search(self, request, context):
+    async def Search(self, request: common_pb2.LegSearchRequest, context) -> common_pb2.LegSearchResponse:
         try:
             collection, filters = check_leg_search(request)
         except InvalidArgument as err:
