@@ -24,6 +24,7 @@ import grpc
 
 from hybridsearch.common import metrics
 from hybridsearch.common.config import Settings
+from hybridsearch.common.effort import effort_policy
 from hybridsearch.common.telemetry import tracer
 from hybridsearch.common.validation import InvalidArgument, abort_invalid
 from hybridsearch.fusion.service import fuse_proto, params_to_proto
@@ -191,8 +192,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             plan = plan_search(request, self.settings)
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        budget = (self.settings.thorough_deadline_s if plan.effort == common_pb2.EFFORT_THOROUGH
-                  else self.settings.search_deadline_s)
+        budget = effort_policy(plan.effort).deadline_s(self.settings.search_deadline_s,
+                                                       self.settings.thorough_deadline_s)
         remaining = context.time_remaining()
         deadline = Deadline(min(budget, remaining or budget))
         trace = Trace()
@@ -315,8 +316,9 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             trace.leg(name, OK, response.engine + late)
 
     async def _expand(self, plan, deadline, trace):
-        if plan.effort == common_pb2.EFFORT_FAST:
-            trace.leg("expansion", SKIPPED, "fast effort")
+        policy = effort_policy(plan.effort)
+        if not policy.expands:
+            trace.leg("expansion", SKIPPED, f"{policy.name} effort")
             return
         with self._observed("expansion"):
             try:
