@@ -58,9 +58,11 @@ class FusionParams:
     top_rank_window: int = 5
     bm25_weight: float = 0.4
     vector_weight: float = 0.6
+    tag_weight: float = 0.5
     # RRF per-leg weights (multiply the per-kind weight); 1/1 is GNO's and CodeRAG's plain RRF.
     rrf_bm25_weight: float = 1.0
     rrf_vector_weight: float = 1.0
+    rrf_tag_weight: float = 1.0
 
     def kind_weight(self, kind: QueryKind) -> float:
         return {
@@ -74,8 +76,10 @@ class FusionParams:
     def leg_weights(self) -> dict[int, float]:
         """Each leg's weight under this method, keyed by its common_pb2.Leg value."""
         if self.method is FusionMethod.RRF:
-            return {common_pb2.LEG_BM25: self.rrf_bm25_weight, common_pb2.LEG_VECTOR: self.rrf_vector_weight}
-        return {common_pb2.LEG_BM25: self.bm25_weight, common_pb2.LEG_VECTOR: self.vector_weight}
+            return {common_pb2.LEG_BM25: self.rrf_bm25_weight, common_pb2.LEG_VECTOR: self.rrf_vector_weight,
+                    common_pb2.LEG_TAG: self.rrf_tag_weight}
+        return {common_pb2.LEG_BM25: self.bm25_weight, common_pb2.LEG_VECTOR: self.vector_weight,
+                common_pb2.LEG_TAG: self.tag_weight}
 
     def leg_weight(self, leg: int) -> float:
         return self.leg_weights().get(leg, 1.0)

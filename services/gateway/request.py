@@ -8,7 +8,7 @@ from hybridsearch.common.config import Settings
 from hybridsearch.common.limits import MAX_QUERY_CHARS
 from hybridsearch.common.validation import InvalidArgument, check_collection, check_filters
 from hybridsearch.fusion.methods import FusionParams
-from hybridsearch.fusion.service import resolve_params
+from hybridsearch.fusion.params import resolve_params
 from hybridsearch.v1 import common_pb2, search_pb2
 
 MAX_TOP_K = 100

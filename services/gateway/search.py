@@ -27,7 +27,8 @@ from hybridsearch.common.config import Settings
 from hybridsearch.common.effort import effort_policy
 from hybridsearch.common.telemetry import tracer
 from hybridsearch.common.validation import InvalidArgument, abort_invalid
-from hybridsearch.fusion.service import fuse_proto, params_to_proto
+from hybridsearch.fusion.params import params_to_proto
+from hybridsearch.fusion.service import fuse_proto
 from hybridsearch.gateway.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.breakers import Breakers, CircuitOpen
@@ -56,6 +57,7 @@ class Trace:
     expansion: expansion_pb2.ExpandResponse | None = None
     notices: list[str] = field(default_factory=list)
     reranker_model: str = ""
+    fusion_applied: fusion_pb2.FusionConfig | None = None  # what the fusion service says it applied
     degraded: bool = False
     _hits: dict[str, common_pb2.LegHit] | None = None
 
@@ -187,7 +189,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         with self.tracer.start_as_current_span(f"gateway.{leg}") as span, metrics.LEG_DURATION.labels(leg=leg).time():
             yield span
 
-    async def Search(self, request, context):
+    async def Search(self, request: search_pb2.SearchRequest, context) -> search_pb2.SearchResponse:
         try:
             plan = plan_search(request, self.settings)
         except InvalidArgument as err:
@@ -244,7 +246,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         trace.timed("retrieve+expand", t)
         for leg in LEGS.values():
             if leg not in used:
-                trace.leg(leg.name, SKIPPED, "mode")
+                trace.leg(leg.name, SKIPPED, leg.off)
 
         # Stage 2: variants through the legs they were written for.
         variants = _variant_queries(trace.expansion)
@@ -354,7 +356,9 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             with self.tracer.start_as_current_span("gateway.fusion"):
                 async with self.breakers.guard("fusion"):
                     timeout = min(deadline.left(), self.resilience.fusion_timeout_s)
-                    return list((await self.backends.fusion.Fuse(request, timeout=timeout)).hits)
+                    response = await self.backends.fusion.Fuse(request, timeout=timeout)
+                    trace.fusion_applied = response.config
+                    return list(response.hits)
         except CALL_ERRORS as err:
             # Fusion is a pure function: the gateway can do it itself rather than fail the search.
             trace.notices.append(f"fusion service unavailable ({_reason(err)}): fused in the gateway")
@@ -430,7 +434,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                     expansion_generator=exp.generator, expansion_cache_hit=exp.cache_hit,
                     leg_lists=[_trimmed(rl) for rl in trace.lists], fusion_order=[f.doc_id for f in fused[:100]],
                     rerank_scores={fused[i].doc_id: s for i, s in rerank_scores.items()},
-                    fusion=params_to_proto(plan.fusion), timings=trace.timings, reranker_model=trace.reranker_model,
+                    fusion=trace.fusion_applied or params_to_proto(plan.fusion), timings=trace.timings, reranker_model=trace.reranker_model,
                 )
             )
         return response

@@ -14,6 +14,7 @@ class Bm25Leg:
     leg: int = common_pb2.LEG_BM25
     name: str = "bm25"
     part: str = "bm25"
+    off: str = "mode"
     kinds: frozenset[int] = frozenset({common_pb2.QUERY_KIND_ORIGINAL, common_pb2.QUERY_KIND_LEXICAL_VARIANT})
 
     def used_by(self, plan) -> bool:

@@ -20,6 +20,7 @@ class RetrievalLeg(Protocol):
     leg: int                # its common_pb2.Leg value: how fusion and the answer's evidence name it
     name: str               # display name: its LegStatus, span, stage timings and metrics label
     part: str               # the service that answers it: the breaker it is counted against
+    off: str                # its SKIPPED reason when a plan does not use it
     kinds: frozenset[int]   # the common_pb2.QueryKind values it runs (ORIGINAL and its variants)
 
     def used_by(self, plan: SearchPlan) -> bool:

@@ -16,6 +16,7 @@ class VectorLeg:
     leg: int = common_pb2.LEG_VECTOR
     name: str = "vector"
     part: str = "vector"
+    off: str = "mode"
     kinds: frozenset[int] = frozenset({common_pb2.QUERY_KIND_ORIGINAL, common_pb2.QUERY_KIND_SEMANTIC_VARIANT,
                                        common_pb2.QUERY_KIND_HYDE})
 
