@@ -5,7 +5,9 @@
   3. run the variant queries through the legs that take their kind
   4. fuse every ranked list (fusion service; in-process if it is down)
   5. rerank the head of the fused list on Triton and blend by position
-  6. page, apply min_score, explain
+  6. the collection's metadata boosts (gateway.boosts) on the fused scores before the rerank pool is cut,
+     and on the final scores after rerank
+  7. page, apply min_score, explain
 
 A leg that fails or times out is reported in `legs` and the answer is marked degraded; only when
 no retrieval leg answered at all does the search fail (UNAVAILABLE).
@@ -31,6 +33,7 @@ from hybridsearch.fusion.params import params_to_proto
 from hybridsearch.fusion.service import fuse_proto
 from hybridsearch.gateway.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
+from hybridsearch.gateway.boosts import boost_final, boost_fused
 from hybridsearch.gateway.breakers import Breakers, CircuitOpen
 from hybridsearch.gateway.legs.protocol import RetrievalLeg
 from hybridsearch.gateway.legs.registry import LEGS
@@ -58,6 +61,7 @@ class Trace:
     notices: list[str] = field(default_factory=list)
     reranker_model: str = ""
     fusion_applied: fusion_pb2.FusionConfig | None = None  # what the fusion service says it applied
+    boosts: list[search_pb2.AppliedBoost] = field(default_factory=list)  # metadata boosts that applied
     degraded: bool = False
     _hits: dict[str, common_pb2.LegHit] | None = None
 
@@ -266,6 +270,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         # Stage 3: fusion.
         t = time.perf_counter()
         fused = await self._fuse(plan, deadline, trace)
+        fused, trace.boosts = boost_fused(fused, lambda chunk_id: trace.hit(chunk_id).metadata, plan.config.boosts)
         trace.timed("fusion", t)
 
         # Stage 4: rerank the head, blend by position.
@@ -277,7 +282,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         return self._respond(plan, fused, reranked, trace)
 
     async def _leg(self, leg: RetrievalLeg, plan, queries, depth, deadline, trace, *, variants=False, stragglers=None):
-        base = common_pb2.LegSearchRequest(collection=plan.collection, queries=queries, limit=depth, filters=plan.filters)
+        base = common_pb2.LegSearchRequest(collection=plan.collection, queries=queries, limit=depth, filters=plan.filters,
+                                           metadata_fields=plan.metadata_fields)
         request = leg.request(base, plan, self.settings)
         name = leg.name
         stage = f"{name}{'.variants' if variants else ''}"
@@ -408,7 +414,11 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
     def _respond(self, plan, fused, reranked: Reranked, trace) -> search_pb2.SearchResponse:
         finals = reranked.final_scores(fused)
         rerank_scores = reranked.rerank
-        kept = [i for i in reranked.order if finals[i] >= plan.min_score]
+        order, applied = boost_final(finals, reranked.order, rerank_scores,
+                                     lambda i: trace.hit(fused[i].chunk_id).metadata, lambda i: fused[i].doc_id,
+                                     plan.config.boosts)
+        trace.boosts += applied
+        kept = [i for i in order if finals[i] >= plan.min_score]
         # Only the page is built: snippets and evidence for hits nobody will see cost most of an answer.
         page = []
         for i in kept[plan.offset : plan.offset + plan.top_k]:
@@ -435,6 +445,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                     leg_lists=[_trimmed(rl) for rl in trace.lists], fusion_order=[f.doc_id for f in fused[:100]],
                     rerank_scores={fused[i].doc_id: s for i, s in rerank_scores.items()},
                     fusion=trace.fusion_applied or params_to_proto(plan.fusion), timings=trace.timings, reranker_model=trace.reranker_model,
+                    boosts=trace.boosts,
                 )
             )
         return response

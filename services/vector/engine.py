@@ -13,6 +13,7 @@ class DenseEngine(Protocol):
     """A vector engine. Chunks of one document are always replaced together."""
 
     name: str
+    store: object  # the chunk store (its `name` is the engine's in the tag leg's status)
 
     async def upsert(self, collection: str, chunks: list[common_pb2.Chunk]) -> UpsertResult: ...
 
@@ -22,8 +23,15 @@ class DenseEngine(Protocol):
 
     async def search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int,
                      filters: list[common_pb2.MetadataFilter], feedback_docs: int = 0,
-                     timings: dict[str, float] | None = None) -> list[common_pb2.RankedList]:
+                     timings: dict[str, float] | None = None,
+                     metadata_fields: tuple[str, ...] = ()) -> list[common_pb2.RankedList]:
         """One ranked list per query (+ Rocchio's with feedback_docs); `timings` gets the parts' ms."""
+        ...
+
+    async def tag_search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int,
+                         filters: list[common_pb2.MetadataFilter],
+                         metadata_fields: tuple[str, ...] = ()) -> list[common_pb2.RankedList]:
+        """One LEG_TAG list per query: exact tag matches, by matched tag count."""
         ...
 
     async def stats(self, collection: str) -> EngineStats: ...
