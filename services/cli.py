@@ -153,6 +153,9 @@ def print_response(text: str, response) -> None:
             out.print(f"  list {common_pb2.Leg.Name(rl.leg)} {common_pb2.QueryKind.Name(rl.kind)} w={rl.weight:.2f}: "
                       f"{[h.doc_id for h in rl.hits[:5]]}")
         out.print(f"  fusion order: {list(e.fusion_order[:10])}")
+        for b in e.boosts[:20]:
+            out.print(f"  boost {search_pb2.BoostStage.Name(b.stage).removeprefix('BOOST_STAGE_').lower()}: "
+                      f"{b.doc_id} {b.field}={b.value} x{b.factor:.2f}")
         if e.rerank_scores:
             out.print(f"  rerank scores: { {k: round(v, 3) for k, v in list(e.rerank_scores.items())[:10]} }")
         out.print("  timings: " + ", ".join(f"{t.stage} {t.ms:.1f} ms" for t in e.timings))
