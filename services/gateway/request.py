@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from hybridsearch.common.collections import DEFAULT, CollectionConfig, collection_config
 from hybridsearch.common.config import Settings
+from hybridsearch.common.effort import DEFAULT_EFFORT
 from hybridsearch.common.limits import MAX_QUERY_CHARS
 from hybridsearch.common.validation import InvalidArgument, check_collection, check_filters
 from hybridsearch.fusion.methods import FusionParams
@@ -61,7 +62,7 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
         top_k=top_k,
         offset=request.offset,
         mode=request.mode or common_pb2.RETRIEVAL_MODE_HYBRID,
-        effort=request.effort or common_pb2.EFFORT_BALANCED,
+        effort=request.effort or DEFAULT_EFFORT,
         filters=check_filters(request.filters),
         fusion=resolve_params(request.fusion, settings.fusion),
         rerank_requested=request.rerank if request.HasField("rerank") else None,
