@@ -171,7 +171,7 @@ def highlighted(snippet: str, highlights) -> str:
 
 def print_response(text: str, response) -> None:
     from hybridsearch.client import explain_lines
-    from hybridsearch.v1 import common_pb2
+    from hybridsearch.v1 import common_pb2, search_pb2
 
     out = Console(soft_wrap=True)
     counts = f", {response.counts.line}" if response.counts.line else f", {response.total_candidates} candidates"
@@ -193,6 +193,9 @@ def print_response(text: str, response) -> None:
             out.print(f"  {line}")
         e = response.explain
         out.print(f"  fusion order: {list(e.fusion_order[:10])}")
+        for b in e.boosts[:20]:
+            out.print(f"  boost {search_pb2.BoostStage.Name(b.stage).removeprefix('BOOST_STAGE_').lower()}: "
+                      f"{b.doc_id} {b.field}={b.value} x{b.factor:.2f}")
         if e.rerank_scores:
             out.print(f"  rerank scores: { {k: round(v, 3) for k, v in list(e.rerank_scores.items())[:10]} }")
     else:

@@ -20,7 +20,9 @@ import bm25s
 import numpy as np
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
-from hybridsearch.common.stores import EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, stored_documents
+from hybridsearch.common.stores import (
+    EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, picked_metadata, stored_documents,
+)
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.validation import matches_filters
 from hybridsearch.v1 import common_pb2
@@ -150,7 +152,7 @@ class _Collection:
                 self.dirty = True
         return docs, chunks
 
-    def search(self, queries: list[str], limit: int, filters) -> list[list[common_pb2.LegHit]]:
+    def search(self, queries: list[str], limit: int, filters, metadata_fields=()) -> list[list[common_pb2.LegHit]]:
         index = self.snapshot()
         if index.flat is None:
             return [[] for _ in queries]
@@ -182,6 +184,7 @@ class _Collection:
                     common_pb2.LegHit(
                         chunk_id=index.chunk_ids[i], doc_id=index.doc_ids[i], score=float(scores[i]),
                         rank=r + 1, title=index.titles[i], text=index.texts[i],
+                        metadata=picked_metadata(index.metadata[i], metadata_fields),
                     )
                     for r, i in enumerate(top)
                 ]
@@ -259,10 +262,10 @@ class EmbeddedBm25Engine:
             return 0, 0
         return await asyncio.to_thread(self._collection(collection).delete, doc_ids)
 
-    async def search(self, collection, queries, limit, filters):
+    async def search(self, collection, queries, limit, filters, metadata_fields=()):
         if not self._exists(collection):
             return [[] for _ in queries]
-        return await asyncio.to_thread(self._collection(collection).search, queries, limit, filters)
+        return await asyncio.to_thread(self._collection(collection).search, queries, limit, filters, metadata_fields)
 
     async def stats(self, collection):
         docs, chunks = (0, 0)

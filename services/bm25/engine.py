@@ -25,8 +25,9 @@ class LexicalEngine(Protocol):
         queries: list[str],
         limit: int,
         filters: list[common_pb2.MetadataFilter],
+        metadata_fields: tuple[str, ...] = (),
     ) -> list[list[common_pb2.LegHit]]:
-        """One ranked list (best first, rank 1-based) per query."""
+        """One ranked list (best first, rank 1-based) per query; hits carry the `metadata_fields` they have."""
         ...
 
     async def stats(self, collection: str) -> EngineStats: ...

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from stacks import REPO, SHARED_DATASETS, running_stack, stack_env_on
+from stacks import REPO, SHARED_DATASETS, running_stack, shifted, stack_env_on
 
 pytestmark = pytest.mark.quality
 PINNED = json.loads((Path(__file__).with_name("pinned.json")).read_text())
@@ -35,7 +35,7 @@ def gate_env():
         (REPO / "var" / "gate").mkdir(parents=True, exist_ok=True)
         (REPO / "var" / "gate" / "cache").symlink_to(REPO / "var" / "cache", target_is_directory=True)
     with running_stack(env):
-        yield {**os.environ, **env}
+        yield {**os.environ, **shifted(env)}  # the ports the stack runs on (HYBRIDSEARCH_TEST_PORT_SHIFT)
 
 
 # A fresh machine embeds each corpus once (cacm: 3,204 documents), well past the suite's 300 s default.
