@@ -95,3 +95,27 @@ def test_filter_keeps_matching_documents(cli):
 def test_plain_output_lists_hits_and_legs(cli):
     out = cli("reciprocal rank fusion", "-n", "2")
     assert " 1. " in out and " 2. " in out and "bm25: ok" in out
+
+
+def legs_of(answer: dict) -> dict[str, tuple[str, str]]:
+    return {leg["name"]: (leg.get("state", ""), leg.get("reason", "")) for leg in answer["legs"]}
+
+
+@pytest.mark.stack
+def test_no_expand_skips_expansion_and_rocchio(cli):
+    answer = cli("how are variant queries weighted", "--json", "--no-expand", "--explain")
+    assert legs_of(answer)["expansion"] == ("LEG_STATE_SKIPPED", "request")
+    kinds = {rl.get("kind") for rl in answer["explain"]["leg_lists"]}
+    assert "QUERY_KIND_FEEDBACK" not in kinds and "QUERY_KIND_LEXICAL_VARIANT" not in kinds
+
+
+@pytest.mark.stack
+def test_expand_on_fast_asks_the_expansion_service(cli):
+    fast = legs_of(cli("how are variant queries weighted", "--json", "--effort", "fast"))
+    assert fast["expansion"] == ("LEG_STATE_SKIPPED", "fast effort")
+    forced = cli("how are variant queries weighted", "--json", "--effort", "fast", "--expand", "--explain")
+    state, reason = legs_of(forced)["expansion"]
+    assert reason != "fast effort"  # the service ran (it may still skip on a strong signal, and says why)
+    if state == "LEG_STATE_OK":
+        assert forced["explain"].get("lexical_variants") or forced["explain"].get("semantic_variants")
+        assert "QUERY_KIND_FEEDBACK" in {rl.get("kind") for rl in forced["explain"]["leg_lists"]}

@@ -60,7 +60,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
             await abort_invalid(context, err)
 
         policy = effort_policy(request.effort)
-        if not policy.expands:
+        if not policy.expands and not request.force:
             return expansion_pb2.ExpandResponse(skipped=True, skip_reason=f"{policy.name} effort", generator="none",
                                                 cache_available=self.cache.available)
         reason = strong_signal(request.query)
@@ -69,7 +69,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
                                                 cache_available=self.cache.available)
 
         generator = self._generator(request.effort)
-        if generator == "prf" and policy.prf_only_if_configured and not self.cfg.prf_in_balanced:
+        if generator == "prf" and policy.prf_only_if_configured and not self.cfg.prf_in_balanced and not request.force:
             # Measured in docs/quality.md: feedback variants do not help on every collection.
             return expansion_pb2.ExpandResponse(skipped=True, skip_reason="no LLM; feedback expansion is off in BALANCED",
                                                 generator="none", cache_available=self.cache.available)

@@ -8,14 +8,17 @@ points) into the preview's snippet, half-open [start, end). Pure functions, no I
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
-from hybridsearch.bm25.analyzer import TOKEN, EnglishAnalyzer
+from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.v1 import common_pb2
 
 SNIPPET_CHARS = 300
+UMLAUT = {"a": "[aä]", "o": "[oö]", "u": "[uü]"}
 MARK = ("<mark>", "</mark>")
 # Gnosis: the full text rides along for hits the reranker is sure of and that are short enough to read.
 FULL_TEXT_MIN_RERANK = 0.80
@@ -44,14 +47,28 @@ def query_terms(query: str, analyzer: EnglishAnalyzer) -> frozenset[str]:
     return frozenset(analyzer.analyze(query))
 
 
+@lru_cache(maxsize=4096)
+def _candidates(terms: frozenset[str]) -> re.Pattern:
+    """Words that may analyse to one of `terms`: stemmers change endings, not beginnings, so a word is a
+    candidate when it starts with a term less its last letter (happi <- happy), the vowels also matching
+    their umlauts (Snowball's German stemmer folds them: Häuser -> haus)."""
+    prefixes = sorted({t[:-1] if len(t) > 3 else t for t in terms}, key=len, reverse=True)
+    alternatives = "|".join("".join(UMLAUT.get(c, re.escape(c)) for c in prefix) for prefix in prefixes)
+    return re.compile(rf"\b(?:{alternatives})\w*", re.IGNORECASE)
+
+
 def term_spans(text: str, terms: frozenset[str], analyzer: EnglishAnalyzer) -> list[tuple[int, int]]:
     """Spans of the words of `text` whose analysed form is one of `terms`."""
     if not terms:
         return []
-    spans = []
-    for match in TOKEN.finditer(text):
-        analysed = analyzer.analyze(match.group())
-        if analysed and analysed[0] in terms:
+    spans, seen = [], {}
+    for match in _candidates(terms).finditer(text):
+        word = match.group()
+        hit = seen.get(word)
+        if hit is None:  # a chunk repeats its words: each is analysed once
+            analysed = analyzer.analyze(word)
+            hit = seen[word] = bool(analysed) and analysed[0] in terms
+        if hit:
             spans.append(match.span())
     return spans
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from hybridsearch.common.collections import DEFAULT, CollectionConfig, collection_config
 from hybridsearch.common.config import Settings
-from hybridsearch.common.effort import DEFAULT_EFFORT
+from hybridsearch.common.effort import DEFAULT_EFFORT, effort_policy
 from hybridsearch.common.limits import MAX_QUERY_CHARS
 from hybridsearch.common.validation import InvalidArgument, check_collection, check_filters
 from hybridsearch.fusion.methods import FusionParams
@@ -31,11 +31,23 @@ class SearchPlan:
     min_score: float
     explain: bool
     config: CollectionConfig = field(default_factory=lambda: DEFAULT)  # what the collection declares (tag leg, boosts)
+    expand: bool | None = None  # None: the effort decides query expansion (variants, HyDE, Rocchio)
+
+    @property
+    def expands(self) -> bool:
+        """Whether the expansion service is asked (the request's word, else the effort's row)."""
+        return self.expand if self.expand is not None else effort_policy(self.effort).expands
+
+    @property
+    def rocchio(self) -> bool:
+        """Whether the vector leg adds its Rocchio feedback list (query-side expansion too)."""
+        return self.expand if self.expand is not None else effort_policy(self.effort).rocchio_feedback
 
     @property
     def metadata_fields(self) -> list[str]:
-        """The metadata keys the collection's boosts read: the legs bring them back with their hits."""
-        return sorted({b.field for b in self.config.boosts})
+        """The metadata keys the answer reads: the boosts' fields and the tags (the answer's tag distribution);
+        the legs bring back only these with their hits."""
+        return sorted({b.field for b in self.config.boosts} | {self.config.tags_field})
 
 
 def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> SearchPlan:
@@ -69,4 +81,5 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
         min_score=request.min_score,
         explain=request.explain,
         config=collection_config(settings, collection),
+        expand=request.expand if request.HasField("expand") else None,
     )

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import grpc
 
+from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.common import metrics
 from hybridsearch.common.config import Settings
 from hybridsearch.common.effort import effort_policy
@@ -37,6 +37,7 @@ from hybridsearch.gateway.boosts import boost_final, boost_fused
 from hybridsearch.gateway.breakers import Breakers, CircuitOpen
 from hybridsearch.gateway.legs.protocol import RetrievalLeg
 from hybridsearch.gateway.legs.registry import LEGS
+from hybridsearch.gateway.previews import counts_line, include_full_text, preview, tag_distribution
 from hybridsearch.gateway.request import SearchPlan, plan_search
 from hybridsearch.gateway.rerank_policy import ModelInfo, decide_rerank, needs_model
 from hybridsearch.reranker.blend import blend
@@ -45,8 +46,6 @@ from hybridsearch.v1 import common_pb2, expansion_pb2, fusion_pb2, search_pb2, s
 log = logging.getLogger(__name__)
 OK, SKIPPED, FAILED = search_pb2.LEG_STATE_OK, search_pb2.LEG_STATE_SKIPPED, search_pb2.LEG_STATE_FAILED
 FALLBACK = search_pb2.LEG_STATE_FALLBACK
-SNIPPET_CHARS = 300
-WORD = re.compile(r"\w+")
 
 
 @dataclass
@@ -180,6 +179,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         self.admission = Admission(cfg.max_in_flight, cfg.max_queue, cfg.max_wait_s)
         self.resilience = settings.resilience
         self.breakers = Breakers(self.resilience.breaker_threshold, self.resilience.breaker_reset_s)
+        # Highlights match the query's terms as BM25 analyses them (stemmed, without stopwords).
+        self.analyzer = EnglishAnalyzer(settings.bm25.stemmer, settings.bm25.stopwords)
         metrics.initialise(metrics.DEGRADED_LEGS, "leg", metrics.DEGRADABLE_LEGS)
         metrics.initialise(metrics.REJECTED, "reason", ("queue_full", "wait"))
 
@@ -324,16 +325,15 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             trace.leg(name, OK, response.engine + late)
 
     async def _expand(self, plan, deadline, trace):
-        policy = effort_policy(plan.effort)
-        if not policy.expands:
-            trace.leg("expansion", SKIPPED, f"{policy.name} effort")
+        if not plan.expands:
+            trace.leg("expansion", SKIPPED, "request" if plan.expand is False else f"{effort_policy(plan.effort).name} effort")
             return
         with self._observed("expansion"):
             try:
                 async with self.breakers.guard("expansion"):
                     trace.expansion = await self.backends.expansion.Expand(
                         expansion_pb2.ExpandRequest(query=plan.query, collection=plan.collection, effort=plan.effort,
-                                                    filters=plan.filters),
+                                                    filters=plan.filters, force=plan.expand is True),
                         timeout=max(0.05, deadline.left() - self.settings.expansion_reserve_s),
                     )
             except CALL_ERRORS as err:
@@ -420,20 +420,27 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         trace.boosts += applied
         kept = [i for i in order if finals[i] >= plan.min_score]
         # Only the page is built: snippets and evidence for hits nobody will see cost most of an answer.
-        page = []
-        for i in kept[plan.offset : plan.offset + plan.top_k]:
+        page, tags = [], []
+        for rank, i in enumerate(kept[plan.offset : plan.offset + plan.top_k], start=plan.offset):
             f, leg_hit = fused[i], trace.hit(fused[i].chunk_id)
+            shown = preview(plan.query, leg_hit.text, self.analyzer)
+            full = include_full_text(rank, rerank_scores.get(i, 0.0), i in rerank_scores, len(leg_hit.text), plan.effort)
             page.append(
                 search_pb2.SearchHit(
-                    doc_id=f.doc_id, chunk_id=f.chunk_id, title=leg_hit.title, snippet=snippet(plan.query, leg_hit.text),
+                    doc_id=f.doc_id, chunk_id=f.chunk_id, title=leg_hit.title, snippet=shown.snippet,
+                    highlights=[search_pb2.Highlight(start=a, end=b) for a, b in shown.highlights],
+                    marked_snippet=shown.marked, complete=shown.complete, full_text=leg_hit.text if full else "",
                     score=finals[i], fusion_score=f.normalized_score, rerank_score=rerank_scores.get(i, 0.0),
-                    reranked=i in rerank_scores,
+                    reranked=i in rerank_scores, collection=plan.collection,
                     legs=[search_pb2.LegRank(leg=e.leg, kind=e.kind, rank=e.rank, score=e.score) for e in f.evidence],
                 )
             )
+            tags.append(leg_hit.metadata.get(plan.config.tags_field, ""))
         response = search_pb2.SearchResponse(
             hits=page, legs=list(trace.legs.values()), degraded=trace.degraded, mode=plan.mode, effort=plan.effort,
-            total_candidates=len(kept), notices=trace.notices,
+            total_candidates=len(kept), notices=trace.notices, tag_counts=tag_distribution(tags),
+            counts=search_pb2.ResultCounts(reranked=len(rerank_scores), candidates=len(kept), returned=len(page),
+                                           line=counts_line(len(rerank_scores), len(kept), len(page))),
             took_ms=(time.perf_counter() - trace.started) * 1000,
         )
         if plan.explain:
@@ -470,19 +477,6 @@ def _trimmed(rl: common_pb2.RankedList, keep: int = 20) -> common_pb2.RankedList
     out = common_pb2.RankedList(leg=rl.leg, kind=rl.kind, query=rl.query, weight=rl.weight)
     out.hits.extend(common_pb2.LegHit(chunk_id=h.chunk_id, doc_id=h.doc_id, score=h.score, rank=h.rank) for h in rl.hits[:keep])
     return out
-
-
-def snippet(query: str, text: str, width: int = SNIPPET_CHARS) -> str:
-    """A window of the chunk around the first query word it contains."""
-    text = " ".join(text.split())
-    if len(text) <= width:
-        return text
-    lowered = text.lower()
-    positions = [lowered.find(w) for w in WORD.findall(query.lower()) if len(w) > 3]
-    positions = [p for p in positions if p >= 0]
-    start = max(0, min(positions) - width // 4) if positions else 0
-    start = text.rfind(" ", 0, start) + 1 if start else 0
-    return ("…" if start else "") + text[start : start + width].rstrip() + "…"
 
 
 def _ranks_only(ranked: common_pb2.RankedList) -> common_pb2.RankedList:

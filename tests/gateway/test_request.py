@@ -40,3 +40,17 @@ def test_fusion_override_is_validated_and_applied():
     assert plan.fusion.method.value == "linear" and plan.fusion.bm25_weight == pytest.approx(0.7)
     with pytest.raises(InvalidArgument):
         plan_search(search_pb2.SearchRequest(query="q", fusion=fusion_pb2.FusionConfig(rrf_k=-1)), Settings())
+
+
+@pytest.mark.parametrize("effort, expand, expands, rocchio", [
+    (common_pb2.EFFORT_FAST, None, False, False),
+    (common_pb2.EFFORT_BALANCED, None, True, True),
+    (common_pb2.EFFORT_FAST, True, True, True),
+    (common_pb2.EFFORT_THOROUGH, False, False, False),
+])
+def test_expand_overrides_the_effort(effort, expand, expands, rocchio):
+    request = search_pb2.SearchRequest(query="q", effort=effort)
+    if expand is not None:
+        request.expand = expand
+    plan = plan_search(request, Settings())
+    assert (plan.expand, plan.expands, plan.rocchio) == (expand, expands, rocchio)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hybridsearch.common.effort import effort_policy
 from hybridsearch.v1 import common_pb2
 
 MODES = frozenset({common_pb2.RETRIEVAL_MODE_VECTOR, common_pb2.RETRIEVAL_MODE_HYBRID})
@@ -24,9 +23,9 @@ class VectorLeg:
         return plan.mode in MODES
 
     def request(self, base, plan, settings):
-        # Rocchio feedback is query-side expansion too: it follows the original query, as the effort says.
+        # Rocchio feedback is query-side expansion too: it follows the original query, as the plan says.
         if any(q.kind == common_pb2.QUERY_KIND_ORIGINAL for q in base.queries):
-            base.feedback_docs = settings.vector.feedback_docs if effort_policy(plan.effort).rocchio_feedback else 0
+            base.feedback_docs = settings.vector.feedback_docs if plan.rocchio else 0
         return base
 
     def call(self, backends, request, timeout):

@@ -57,8 +57,8 @@ def test_leg_requests():
     assert LEGS[BM25].request(base(), plan(), s) == base()
 
 
-def test_a_plan_asks_the_legs_for_the_fields_its_boosts_read():
+def test_a_plan_asks_the_legs_for_the_fields_its_boosts_and_tags_read():
     s = settings(notes={"boosts": [{"field": "type", "value": "decision", "fusion": 1.3},
-                                   {"field": "status", "value": "done", "fusion": 0.6}]})
-    assert plan(collection="notes", s=s).metadata_fields == ["status", "type"]
-    assert plan(s=s).metadata_fields == []
+                                   {"field": "status", "value": "done", "fusion": 0.6}], "tags_field": "topics"})
+    assert plan(collection="notes", s=s).metadata_fields == ["status", "topics", "type"]
+    assert plan(s=s).metadata_fields == ["tags"]  # the answer's tag distribution
