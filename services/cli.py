@@ -105,12 +105,13 @@ def query(
     n: Annotated[int, typer.Option("-n", help="number of results")] = 10,
     explain: bool = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    language: Annotated[str, typer.Option(help="the query's language (en, de, ...); default: detected")] = "",
 ):
     """Search a collection through the gateway."""
     from hybridsearch.client import EFFORTS, MODES
     from hybridsearch.v1 import search_pb2
 
-    request = search_pb2.SearchRequest(query=text, collection=collection, top_k=n, explain=explain)
+    request = search_pb2.SearchRequest(query=text, collection=collection, top_k=n, explain=explain, language=language)
     if mode:
         request.mode = MODES[mode.lower()]
     if effort:
@@ -147,6 +148,9 @@ def print_response(text: str, response) -> None:
     if response.HasField("explain"):
         e = response.explain
         out.print("[bold]explain[/]")
+        if e.query_language:
+            out.print(f"  language: {e.query_language} ({e.query_language_source}, "
+                      f"confidence {e.query_language_confidence:.2f})")
         out.print(f"  expansion ({e.expansion_generator}{', cached' if e.expansion_cache_hit else ''}): "
                   f"lexical={list(e.lexical_variants)} semantic={list(e.semantic_variants)} hyde={e.hyde[:80]!r}")
         for rl in e.leg_lists:

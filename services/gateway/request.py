@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hybridsearch.common.config import Settings
+from hybridsearch.common.language import check_language
 from hybridsearch.common.limits import MAX_QUERY_CHARS
 from hybridsearch.common.validation import InvalidArgument, check_collection, check_filters
 from hybridsearch.fusion.methods import FusionParams
@@ -28,6 +29,7 @@ class SearchPlan:
     rerank_requested: bool | None  # None: effort and model decide
     min_score: float
     explain: bool
+    language: str = ""  # the request's override (common.language.SUPPORTED); empty: expansion detects it
 
     @property
     def uses_bm25(self) -> bool:
@@ -67,4 +69,5 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
         rerank_requested=request.rerank if request.HasField("rerank") else None,
         min_score=request.min_score,
         explain=request.explain,
+        language=check_language(request.language) if request.language else "",
     )

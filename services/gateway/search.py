@@ -335,7 +335,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                 async with self.breakers.guard("expansion"):
                     trace.expansion = await self.backends.expansion.Expand(
                         expansion_pb2.ExpandRequest(query=plan.query, collection=plan.collection, effort=plan.effort,
-                                                    filters=plan.filters),
+                                                    filters=plan.filters, language=plan.language),
                         timeout=max(0.05, deadline.left() - self.settings.expansion_reserve_s),
                     )
             except CALL_ERRORS as err:
@@ -441,6 +441,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                     leg_lists=[_trimmed(rl) for rl in trace.lists], fusion_order=[f.doc_id for f in fused[:100]],
                     rerank_scores={fused[i].doc_id: s for i, s in rerank_scores.items()},
                     fusion=params_to_proto(plan.fusion), timings=trace.timings, reranker_model=trace.reranker_model,
+                    query_language=exp.language, query_language_source=exp.language_source,
+                    query_language_confidence=exp.language_confidence,
                 )
             )
         return response
