@@ -30,6 +30,9 @@ STACK_ENV = {
     # Metrics endpoints are tested in tests/observability on ports of their own; off here, so test
     # stacks never take 9464.. from a `make run` on the same machine.
     "HYBRIDSEARCH_METRICS_PORT": "0",
+    # Declared collections (common/collections.py); every other collection keeps the defaults.
+    # docs-de: German analysis (tests/gateway/test_languages_stack.py).
+    "HYBRIDSEARCH_COLLECTIONS": '{"docs-de": {"language": "de"}}',
 }
 
 
