@@ -15,7 +15,7 @@ from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_sea
 from hybridsearch.common.stores import UpsertResult
 from hybridsearch.common.validation import InvalidArgument, abort_invalid
 from hybridsearch.v1 import common_pb2, vector_pb2, vector_pb2_grpc
-from hybridsearch.vector.embedder import EmbeddingCache, OnnxEmbedder, QueryEncoder
+from hybridsearch.vector.embedder import EmbeddingCache, QueryEncoder, open_embedder
 from hybridsearch.vector.edge import EdgeStore
 from hybridsearch.vector.store import ChunkPointStore, QdrantStore
 
@@ -25,7 +25,7 @@ class VectorEngine:
 
     def __init__(self, settings: Settings) -> None:
         cfg = settings.vector
-        embedder = OnnxEmbedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size)
+        embedder = open_embedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size)
         self.query_encoder = QueryEncoder(cfg.embedder, cfg.max_seq_length)
         # Passages go through the on-disk cache; queries are embedded fresh (they rarely repeat verbatim).
         self.embedder = (EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite", embedder, cfg.max_seq_length)
