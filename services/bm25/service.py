@@ -33,7 +33,10 @@ def build_engine(settings: Settings) -> LexicalEngine:
         return EmbeddedBm25Engine(settings.data_dir / "bm25", cfg.k1, cfg.b, cfg.stemmer, cfg.stopwords, cfg.title_boost,
                                   language_of)
     if cfg.engine == "opensearch":
-        from hybridsearch.bm25.opensearch import OpenSearchBm25Engine
+        from hybridsearch.bm25.opensearch import OpenSearchBm25Engine, analysis_chain
+
+        for name in settings.collections:  # refused at start, not at a collection's first write
+            analysis_chain(cfg.stemmer, cfg.stopwords, language_of(name))
 
         return OpenSearchBm25Engine(
             cfg.opensearch_url, k1=cfg.k1, b=cfg.b, stemmer=cfg.stemmer, stopwords=cfg.stopwords,

@@ -2,13 +2,14 @@
 
 Why lingua (lingua-language-detector, its n-gram models shipped in the wheel) and not py3langid: on
 40 short queries (20 English, 20 German, 1-6 words) and 10 language-neutral names ("BM25", "Berlin",
-"Kubernetes"), restricted to the languages below, lingua put 35 right, 0 wrong and 5 below the floor at
-confidence 0.3 and took 1 of the 10 names for a language; py3langid 0.4.0 (the same restriction, floor
-0.3) put 34 right and 1 wrong, and it needs numpy >= 2, which this project's numpy < 2 pin (tritonclient,
-onnx tooling) rules out; py3langid 0.2.2, the last one without that pin, put 23 right and 2 wrong.
-lingua costs ~0.4 ms a query and ~370 MB once loaded (3 s): it is loaded on first use, only in the
-processes that detect (expansion; BM25 for `language: auto` collections). docs/quality.md has the
-commands and figures.
+"Kubernetes"; tests/data/languages), restricted to the languages below, at confidence 0.3 lingua put 35
+right, 0 wrong, 5 below the floor and took 1 of the 10 names for a language; py3langid 0.4.0 put 35
+right, 1 wrong and took 2 names, and it needs numpy >= 2, which this project's numpy < 2 pin (Triton's
+python backend) rules out. A wrong language is the costly error (a German prompt for an English query),
+a fallback to the collection's language the cheap one. lingua costs ~0.3 ms a query and ~370 MB once
+loaded (3-5 s): it is loaded once per process, only where something is detected (the expansion service
+at start; BM25 on the first document of a `language: auto` collection). docs/quality.md ("Languages")
+has the commands and figures.
 
 A detection below CONFIDENCE_FLOOR (short or ambiguous text: a name, an acronym, one word) is not
 trusted: the collection's language answers instead (`CollectionConfig.language`, English for "auto").

@@ -433,6 +433,16 @@ def test_a_declared_language_maps_onto_the_same_snowball_chain_and_auto_is_refus
         index_body(k1=1.2, b=0.75, stemmer="porter", stopwords="en_plus", shards=1, replicas=0, language="auto")
 
 
+def test_an_auto_collection_on_opensearch_is_refused_at_start(monkeypatch):
+    from hybridsearch.bm25.service import build_engine
+    from hybridsearch.common.config import Settings
+
+    monkeypatch.setenv("HYBRIDSEARCH_BM25__ENGINE", "opensearch")
+    monkeypatch.setenv("HYBRIDSEARCH_COLLECTIONS", '{"notes": {"language": "auto"}}')
+    with pytest.raises(ValueError, match="needs an embedded engine"):
+        build_engine(Settings())
+
+
 async def test_a_german_collection_gets_german_analysis_on_the_server(noida):
     """Lucene's Snowball German stems as PyStemmer does on most words; the differences are pinned: Lucene
     ships an older Snowball German that keeps -erin and -et, which Snowball 3 (PyStemmer 3) removes."""

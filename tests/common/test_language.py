@@ -49,3 +49,19 @@ def test_unsupported_languages_are_refused_with_the_choices():
     with pytest.raises(ValueError, match="or auto"):
         check_collection_language("xx")
     assert check_collection_language(" AUTO ") == "auto" and check_language("De") == "de"
+
+
+def test_the_floor_keeps_short_queries_from_a_wrong_language():
+    """The measurement behind CONFIDENCE_FLOOR (tests/data/languages/compare_detectors.py compares detectors)."""
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parent.parent / "data" / "languages" / "short_queries.json").read_text())
+    cases = [(q, "en") for q in data["en"]] + [(q, "de") for q in data["de"]]
+    got = [(detect(q, fallback="xx"), want) for q, want in cases]
+    right = sum(d.language == want for d, want in got)
+    wrong = sum(d.language not in (want, "xx") for d, want in got)
+    names = sum(detect(q, fallback="xx").source == Source.DETECTED for q in data["names"])
+    print(f"floor {CONFIDENCE_FLOOR}: right {right}/{len(cases)}, wrong {wrong}, "
+          f"collection's language {len(cases) - right - wrong}; names taken for a language {names}/{len(data['names'])}")
+    assert wrong == 0 and right >= 33 and names <= 2
