@@ -91,6 +91,12 @@ def fallback_language(collection_language: str) -> str:
     return DEFAULT_LANGUAGE if collection_language == AUTO else collection_language
 
 
+def documents_language(collection_language: str, query: Detection) -> str:
+    """The language a collection's documents are analyzed in, as far as a query can tell: the declared one,
+    or the query's own in an "auto" collection (documents of every language)."""
+    return query.language if collection_language == AUTO else collection_language
+
+
 def detect(text: str, fallback: str, floor: float = CONFIDENCE_FLOOR) -> Detection:
     """The language of `text`, or `fallback` when the text is too short or the detection below `floor`."""
     if sum(ch.isalpha() for ch in text) < MIN_LETTERS:

@@ -1,8 +1,10 @@
 """ExpansionService: skip on strong signals, else LLM (THOROUGH, when configured) or PRF, cached.
 
 Every answer names the query's language (common/language.py: the request's override, else detected,
-else the collection's): it picks the LLM prompt (English, German, multilingual) and PRF's analyzer and
-stopwords, and it is part of the cache key.
+else the collection's): it picks the LLM prompt (English, German, multilingual) and is part of the cache
+key. PRF reads the collection's documents, so it stems and drops stopwords in the documents' language:
+the collection's declared one (an English collection's feedback is exactly what it was), the query's
+for an `auto` collection (documents of every language).
 
 The PRF path and the dominant-top-hit check both need the query's best BM25 hits, so the service
 probes the BM25 service itself; the gateway can then call expansion concurrently with both legs.
@@ -18,7 +20,7 @@ import grpc
 from hybridsearch.bm25.analyzer import Analyzers
 from hybridsearch.common.collections import collection_config
 from hybridsearch.common.config import ExpansionSettings, Settings, get_settings
-from hybridsearch.common.language import DETECTOR, Detection, query_language
+from hybridsearch.common.language import DETECTOR, Detection, documents_language, query_language
 from hybridsearch.common.server import internal_channel, serve
 from hybridsearch.common.telemetry import tracer
 from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection, check_filters
@@ -60,17 +62,18 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
                 raise InvalidArgument(f"query is longer than {MAX_QUERY_CHARS} characters")
             collection = check_collection(request.collection)
             filters = check_filters(request.filters)
-            language = query_language(request.query, collection_config(self.settings, collection).language,
-                                      request.language)
+            declared = collection_config(self.settings, collection).language
+            language = query_language(request.query, declared, request.language)
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        response = await self._answer(request, collection, filters, language, context)
+        response = await self._answer(request, collection, filters, language, documents_language(declared, language),
+                                      context)
         response.language, response.language_source = language.language, language.source
         response.language_confidence = language.confidence
         return response
 
-    async def _answer(self, request, collection, filters, language: Detection, context) -> expansion_pb2.ExpandResponse:
-
+    async def _answer(self, request, collection, filters, language: Detection, documents_language: str,
+                      context) -> expansion_pb2.ExpandResponse:
         if request.effort == common_pb2.EFFORT_FAST:
             return expansion_pb2.ExpandResponse(skipped=True, skip_reason="fast effort", generator="none",
                                                 cache_available=self.cache.available)
@@ -86,7 +89,8 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
                                                 generator="none", cache_available=self.cache.available)
         key = self.cache.key(
             request.query, collection, generator, self.cfg.prompt_version, PROMPT_VERSION,
-            f"prf={self.cfg.prf_docs}/{self.cfg.prf_terms}", filters_key(filters), f"lang={language.language}",
+            f"prf={self.cfg.prf_docs}/{self.cfg.prf_terms}", filters_key(filters),
+            f"lang={language.language}/{documents_language}",
         )
         with self.tracer.start_as_current_span("expansion.cache_get") as span:
             cached = await self.cache.get(key)
@@ -97,14 +101,16 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
             response.cache_available = True
             return response
 
-        response = await self._expand(request.query, collection, filters, generator, language.language, context)
+        response = await self._expand(request.query, collection, filters, generator, language.language,
+                                      documents_language, context)
         # A fallback's variants are not what the key names (the LLM's): the next query tries the LLM again.
         if (response.generator != "none" or response.skipped) and not response.fallback_reason:
             await self.cache.put(key, _to_dict(response))
         response.cache_available = self.cache.available
         return response
 
-    async def _expand(self, query, collection, filters, generator, language, context) -> expansion_pb2.ExpandResponse:
+    async def _expand(self, query, collection, filters, generator, language, documents_language,
+                      context) -> expansion_pb2.ExpandResponse:
         probe = await self.bm25.Search(
             common_pb2.LegSearchRequest(
                 collection=collection, limit=PROBE_HITS, filters=filters,
@@ -134,7 +140,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
                 generator = f"prf (llm failed: {type(err).__name__})"
 
         terms = feedback_terms(query, [(h.title + " " + h.text, h.score) for h in hits[: self.cfg.prf_docs]],
-                               self.analyzers.language(language), self.cfg.prf_terms)
+                               self.analyzers.language(documents_language), self.cfg.prf_terms)
         lexical, semantic = prf_variants(query, terms)
         if not lexical:
             return expansion_pb2.ExpandResponse(skipped=True, skip_reason="no feedback documents", generator="none",

@@ -65,3 +65,11 @@ def test_the_floor_keeps_short_queries_from_a_wrong_language():
     print(f"floor {CONFIDENCE_FLOOR}: right {right}/{len(cases)}, wrong {wrong}, "
           f"collection's language {len(cases) - right - wrong}; names taken for a language {names}/{len(data['names'])}")
     assert wrong == 0 and right >= 33 and names <= 2
+
+
+def test_feedback_reads_documents_in_the_collection_language_or_the_query_language_in_auto():
+    from hybridsearch.common.language import Detection, documents_language
+
+    german_query = Detection("de", 0.9, Source.DETECTED)
+    assert documents_language("en", german_query) == "en"  # an English collection's feedback stays English
+    assert documents_language("auto", german_query) == "de"
