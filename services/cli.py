@@ -130,6 +130,7 @@ def query(
     filter_: Annotated[Optional[list[str]], typer.Option("--filter", help="field=value or field!=value; repeat")] = None,
     explain: bool = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    language: Annotated[str, typer.Option(help="the query's language (en, de, ...); default: detected")] = "",
 ):
     """Search one or more collections through the gateway."""
     from hybridsearch.client import HybridSearchError, search_request
@@ -145,6 +146,8 @@ def query(
         request.expand = expand
     if page_token:
         request.page_token = page_token
+    if language:
+        request.language = language
     try:
         with _gateway() as client:
             response = client.search(request)

@@ -31,12 +31,14 @@ STACK_ENV = {
     # Metrics endpoints are tested in tests/observability on ports of their own; off here, so test
     # stacks never take 9464.. from a `make run` on the same machine.
     "HYBRIDSEARCH_METRICS_PORT": "0",
-    # Collections that declare features (tests/gateway/legs/test_tag.py, tests/gateway/test_boosts.py);
-    # every other collection keeps the defaults, which change nothing.
+    # Collections that declare features; every other collection keeps the defaults, which change nothing.
+    # tagged, boosted: tests/gateway/legs/test_tag.py, tests/gateway/test_boosts.py; docs-de: German analysis
+    # (tests/gateway/test_languages_stack.py).
     "HYBRIDSEARCH_COLLECTIONS": json.dumps({
         "tagged": {"tag_leg": True, "tags_field": "topics"},
         "boosted": {"boosts": [{"field": "type", "value": "decision", "fusion": 1.3, "rerank": 1.25},
                                {"field": "status", "value": "done", "fusion": 0.6, "rerank": 0.7}]},
+        "docs-de": {"language": "de"},
     }),
 }
 

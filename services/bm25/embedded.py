@@ -19,7 +19,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
-from hybridsearch.bm25.analyzer import EnglishAnalyzer
+from hybridsearch.bm25.analyzer import Analyzer, Analyzers
 from hybridsearch.common.stores import (
     EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, picked_metadata, stored_documents,
 )
@@ -60,7 +60,7 @@ class _Index:
 
 
 class _Collection:
-    def __init__(self, path: Path, analyzer: EnglishAnalyzer, k1: float, b: float, title_boost: float):
+    def __init__(self, path: Path, analyzer: Analyzer, k1: float, b: float, title_boost: float):
         path.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path / "store.sqlite", check_same_thread=False, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
@@ -113,14 +113,15 @@ class _Collection:
                         result.documents_unchanged += 1
                         continue
                     self.db.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,))
+                    analyzer = self.analyzer.for_document(" ".join(c.text for c in doc_chunks))
                     self.db.executemany(
                         "INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?,?)",
                         [
                             (
                                 c.chunk_id, c.doc_id, c.position, c.title, c.heading, c.text,
                                 json.dumps(dict(c.metadata)), c.content_hash,
-                                " ".join(self.analyzer.analyze(indexed_text(c.title, c.heading, c.text))),
-                                " ".join(self.analyzer.analyze(c.title)),
+                                " ".join(analyzer.analyze(indexed_text(c.title, c.heading, c.text))),
+                                " ".join(analyzer.analyze(c.title)),
                             )
                             for c in doc_chunks
                         ],
@@ -161,7 +162,7 @@ class _Collection:
             mask = np.fromiter((matches_filters(m, filters) for m in index.metadata), dtype=np.float32)
         lists = []
         for query in queries:
-            tokens = self.analyzer.analyze(query)
+            tokens = self.analyzer.analyze_query(query)
             flat_ids = token_ids(index.flat, tokens)
             if not flat_ids:
                 lists.append([])
@@ -231,9 +232,11 @@ class EmbeddedBm25Engine:
     name = "embedded-bm25s"
 
     def __init__(self, root: Path, k1: float = 0.9, b: float = 0.4, stemmer: str = "porter",
-                 stopwords: str = "lucene", title_boost: float = 0.0) -> None:
+                 stopwords: str = "lucene", title_boost: float = 0.0, language_of=None) -> None:
         self.root = root
-        self.analyzer = EnglishAnalyzer(stemmer, stopwords)
+        # language_of: collection -> its CollectionConfig.language (English when not given).
+        self.analyzers = Analyzers(stemmer, stopwords, language_of)
+        self.analyzer = self.analyzers.english
         self.k1, self.b, self.title_boost = k1, b, title_boost
         self._collections: dict[str, _Collection] = {}
         self._open_lock = threading.Lock()
@@ -242,7 +245,7 @@ class EmbeddedBm25Engine:
         with self._open_lock:
             if name not in self._collections:
                 self._collections[name] = _Collection(
-                    self.root / name, self.analyzer, self.k1, self.b, self.title_boost
+                    self.root / name, self.analyzers.for_collection(name), self.k1, self.b, self.title_boost
                 )
             return self._collections[name]
 
@@ -271,7 +274,8 @@ class EmbeddedBm25Engine:
         docs, chunks = (0, 0)
         if self._exists(collection):
             docs, chunks = await asyncio.to_thread(self._collection(collection).stats)
-        return EngineStats(self.name, docs, chunks, self.description)
+        return EngineStats(self.name, docs, chunks,
+                           {**self.description, "analyzer": self.analyzers.for_collection(collection).name})
 
     async def content_hashes(self, collection, doc_ids):
         if not self._exists(collection):

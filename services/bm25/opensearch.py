@@ -34,7 +34,8 @@ from opensearchpy.exceptions import (
 )
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from hybridsearch.bm25.analyzer import STOPWORD_LISTS
+from hybridsearch.bm25.analyzer import SNOWBALL, STOPWORD_LISTS
+from hybridsearch.common.language import AUTO
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.iterables import batched
 from hybridsearch.common.stores import (
@@ -67,21 +68,42 @@ def stemmer_filter(stemmer: str) -> str | dict[str, str]:
     return {"type": "snowball", "language": stemmer.capitalize()}
 
 
-def index_body(*, k1: float, b: float, stemmer: str, stopwords: str, shards: int, replicas: int) -> dict[str, Any]:
-    """Settings and mapping of a collection's index: the embedded engine's analysis and BM25."""
-    if stopwords not in STOPWORD_LISTS:
-        raise ValueError(f"unknown stopword list {stopwords!r}: choose one of {', '.join(STOPWORD_LISTS)}")
-    filters: dict[str, Any] = {"hybridsearch_possessive": {"type": "stemmer", "language": "possessive_english"}}
-    chain = ["hybridsearch_possessive", "lowercase"]
-    if STOPWORD_LISTS[stopwords]:
+def analysis_chain(stemmer: str, stopwords: str, language: str) -> tuple[dict[str, Any], list[str]]:
+    """(token filters, filter chain) of the embedded analyzer for `language` (bm25/analyzer.py).
+
+    English: possessive, lowercase, the configured stopwords, the configured stemmer. Another language:
+    lowercase, its stopword list, Lucene's Snowball stemmer of the same name (PyStemmer's algorithm): the
+    embedded engine's terms, where OpenSearch's built-in language analyzers (`german`: light_german stemmer,
+    german_normalization folding umlauts) would index other terms than the embedded engines."""
+    if language == AUTO:
+        raise ValueError("language 'auto' (per-document analysis) needs an embedded engine (embedded | bm25s); "
+                         "declare the collection's language for OpenSearch")
+    if language in SNOWBALL:
+        stemmer, stop = SNOWBALL[language][0], frozenset(SNOWBALL[language][1])
+        filters: dict[str, Any] = {}
+        chain = ["lowercase"]
+    else:
+        if stopwords not in STOPWORD_LISTS:
+            raise ValueError(f"unknown stopword list {stopwords!r}: choose one of {', '.join(STOPWORD_LISTS)}")
+        stop = STOPWORD_LISTS[stopwords]
+        filters = {"hybridsearch_possessive": {"type": "stemmer", "language": "possessive_english"}}
+        chain = ["hybridsearch_possessive", "lowercase"]
+    if stop:
         # An explicit list, never `_english_`: the embedded engine's list is the reference.
-        filters["hybridsearch_stop"] = {"type": "stop", "stopwords": sorted(STOPWORD_LISTS[stopwords])}
+        filters["hybridsearch_stop"] = {"type": "stop", "stopwords": sorted(stop)}
         chain.append("hybridsearch_stop")
     stem = stemmer_filter(stemmer)
     if isinstance(stem, dict):
         filters["hybridsearch_stem"] = stem
         stem = "hybridsearch_stem"
     chain.append(stem)
+    return filters, chain
+
+
+def index_body(*, k1: float, b: float, stemmer: str, stopwords: str, shards: int, replicas: int,
+               language: str = "en") -> dict[str, Any]:
+    """Settings and mapping of a collection's index: the embedded engine's analysis and BM25."""
+    filters, chain = analysis_chain(stemmer, stopwords, language)
     text = {"type": "text", "analyzer": ANALYZER, "similarity": SIMILARITY}
     return {
         "settings": {
@@ -181,11 +203,15 @@ class OpenSearchBm25Engine:
                  stopwords: str = "en_plus", title_boost: float = 0.0, index_prefix: str = "hybridsearch-",
                  shards: int = 1, replicas: int = 1, timeout_s: float = 10.0, search_timeout_s: float = 5.0,
                  bulk_chunk_size: int = 500, bulk_max_bytes: int = 10 * 1024 * 1024,
-                 bulk_in_flight: int = 2, write_attempts: int = 4) -> None:
+                 bulk_in_flight: int = 2, write_attempts: int = 4, language_of=None) -> None:
         # Shown in errors and stats: without credentials a URL may carry (http://user:secret@host).
         parts = urlsplit(url)
         self.url = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
         self.body = index_body(k1=k1, b=b, stemmer=stemmer, stopwords=stopwords, shards=shards, replicas=replicas)
+        # A collection declaring another language (CollectionConfig.language) gets that language's analysis.
+        self._language_of = language_of or (lambda _collection: "en")
+        self._body_args = {"k1": k1, "b": b, "stemmer": stemmer, "stopwords": stopwords, "shards": shards,
+                           "replicas": replicas}
         self.k1, self.b, self.stemmer, self.stopwords = k1, b, stemmer, stopwords
         self.title_boost = title_boost
         self.index_prefix = index_prefix
@@ -259,13 +285,14 @@ class OpenSearchBm25Engine:
         index = self.index(collection)
         async with self._create_lock:
             if not await self._exists(collection):
-                await self._call("create index", lambda: self._create(index), retry=True)
+                body = index_body(**self._body_args, language=self._language_of(collection))
+                await self._call("create index", lambda: self._create(index, body), retry=True)
                 self._known.add(index)
         return index
 
-    async def _create(self, index: str) -> None:
+    async def _create(self, index: str, body: dict[str, Any]) -> None:
         try:
-            await self.client.indices.create(index=index, body=self.body)
+            await self.client.indices.create(index=index, body=body)
             log.info("created opensearch index %s", index)
         except RequestError as err:
             if err.error != "resource_already_exists_exception":  # another replica of this service won

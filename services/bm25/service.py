@@ -7,6 +7,7 @@ import time
 import grpc
 
 from hybridsearch.bm25.engine import LexicalEngine
+from hybridsearch.common.collections import collection_config
 from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.server import serve
 from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search
@@ -17,16 +18,25 @@ from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2
 
 def build_engine(settings: Settings) -> LexicalEngine:
     cfg = settings.bm25
+
+    def language_of(collection: str) -> str:
+        return collection_config(settings, collection).language
+
     if cfg.engine == "embedded":
         from hybridsearch.bm25.tantivy_engine import TantivyBm25Engine
 
-        return TantivyBm25Engine(settings.data_dir / "bm25-tantivy", cfg.stemmer, cfg.stopwords, cfg.title_boost)
+        return TantivyBm25Engine(settings.data_dir / "bm25-tantivy", cfg.stemmer, cfg.stopwords, cfg.title_boost,
+                                 language_of)
     if cfg.engine == "bm25s":
         from hybridsearch.bm25.embedded import EmbeddedBm25Engine
 
-        return EmbeddedBm25Engine(settings.data_dir / "bm25", cfg.k1, cfg.b, cfg.stemmer, cfg.stopwords, cfg.title_boost)
+        return EmbeddedBm25Engine(settings.data_dir / "bm25", cfg.k1, cfg.b, cfg.stemmer, cfg.stopwords, cfg.title_boost,
+                                  language_of)
     if cfg.engine == "opensearch":
-        from hybridsearch.bm25.opensearch import OpenSearchBm25Engine
+        from hybridsearch.bm25.opensearch import OpenSearchBm25Engine, analysis_chain
+
+        for name in settings.collections:  # refused at start, not at a collection's first write
+            analysis_chain(cfg.stemmer, cfg.stopwords, language_of(name))
 
         return OpenSearchBm25Engine(
             cfg.opensearch_url, k1=cfg.k1, b=cfg.b, stemmer=cfg.stemmer, stopwords=cfg.stopwords,
@@ -34,6 +44,7 @@ def build_engine(settings: Settings) -> LexicalEngine:
             replicas=cfg.opensearch_replicas, timeout_s=cfg.opensearch_timeout_s,
             search_timeout_s=cfg.opensearch_search_timeout_s, bulk_chunk_size=cfg.opensearch_bulk_chunk_size,
             bulk_max_bytes=cfg.opensearch_bulk_max_bytes, bulk_in_flight=cfg.opensearch_bulk_in_flight,
+            language_of=language_of,
         )
     raise ValueError(f"unknown bm25 engine {cfg.engine!r} (embedded | bm25s | opensearch)")
 

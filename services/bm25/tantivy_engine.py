@@ -10,8 +10,8 @@ Scoring. Tantivy's BM25 is Lucene's (idf = ln(1 + (N - n + 0.5) / (n + 0.5)), k1
 document lengths in Lucene's one-byte field norms) times Lucene 7's (k1 + 1) factor, which is divided
 out here so scores equal Lucene 8+'s and the bm25s engine's (thresholds on raw BM25 scores, such as
 expansion's dominant-top-hit test, mean the same on every engine). Other k1/b values need
-`bm25.engine=bm25s` (config validation says so). Text is analyzed by the same `EnglishAnalyzer`
-as every other engine (stemmer + stopwords) and indexed as whitespace-separated terms, so the three
+`bm25.engine=bm25s` (config validation says so). Text is analyzed by the same analyzer
+as every other engine (the collection's language: stemmer + stopwords; analyzer.py) and indexed as whitespace-separated terms, so the three
 engines agree on terms; queries are built from term queries (never a query parser: user text is never
 syntax). The optional title field adds `title_boost` x BM25(title).
 
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import tantivy
 
-from hybridsearch.bm25.analyzer import EnglishAnalyzer
+from hybridsearch.bm25.analyzer import Analyzer, Analyzers
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.stores import (
     EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, picked_metadata, stored_documents,
@@ -65,7 +65,7 @@ def meta_term(key: str, value: str) -> str:
 class _Collection:
     """One tantivy index on disk, its single writer and a reader reloaded after every commit."""
 
-    def __init__(self, path: Path, analyzer: EnglishAnalyzer, title_boost: float) -> None:
+    def __init__(self, path: Path, analyzer: Analyzer, title_boost: float) -> None:
         path.mkdir(parents=True, exist_ok=True)
         self.schema = _schema()
         self.index = tantivy.Index(self.schema, path=str(path), reuse=True)
@@ -118,7 +118,7 @@ class _Collection:
         restrict = self._filter(filters)
         lists = []
         for query in queries:
-            scoring = self._scoring(self.analyzer.analyze(query))
+            scoring = self._scoring(self.analyzer.analyze_query(query))
             if scoring is None or limit <= 0 or searcher.num_docs == 0:
                 lists.append([])
                 continue
@@ -161,10 +161,10 @@ class _Collection:
 
     # --- writes --------------------------------------------------------------------------------------
 
-    def _document(self, c: common_pb2.Chunk) -> tantivy.Document:
+    def _document(self, c: common_pb2.Chunk, analyzer: Analyzer) -> tantivy.Document:
         doc = tantivy.Document()
-        doc.add_text("body", " ".join(self.analyzer.analyze(indexed_text(c.title, c.heading, c.text))))
-        doc.add_text("title_terms", " ".join(self.analyzer.analyze(c.title)))
+        doc.add_text("body", " ".join(analyzer.analyze(indexed_text(c.title, c.heading, c.text))))
+        doc.add_text("title_terms", " ".join(analyzer.analyze(c.title)))
         doc.add_text("doc_id", c.doc_id)
         for key, value in c.metadata.items():
             doc.add_text("meta", meta_term(key, value))
@@ -197,8 +197,9 @@ class _Collection:
                     continue
                 if stored:
                     self.writer.delete_documents_by_term("doc_id", doc_id)
+                analyzer = self.analyzer.for_document(" ".join(c.text for c in doc_chunks))
                 for c in doc_chunks:
-                    self.writer.add_document(self._document(c))
+                    self.writer.add_document(self._document(c, analyzer))
                 result.documents_written += 1
                 result.chunks_written += len(doc_chunks)
             if result.documents_written:
@@ -228,9 +229,12 @@ class TantivyBm25Engine:
 
     name = "embedded-tantivy"
 
-    def __init__(self, root: Path, stemmer: str = "porter", stopwords: str = "en_plus", title_boost: float = 0.0) -> None:
+    def __init__(self, root: Path, stemmer: str = "porter", stopwords: str = "en_plus", title_boost: float = 0.0,
+                 language_of=None) -> None:
         self.root = root
-        self.analyzer = EnglishAnalyzer(stemmer, stopwords)
+        # language_of: collection -> its CollectionConfig.language (English when not given).
+        self.analyzers = Analyzers(stemmer, stopwords, language_of)
+        self.analyzer = self.analyzers.english
         self.title_boost = title_boost
         self._collections: dict[str, _Collection] = {}
         self._open_lock = threading.Lock()
@@ -238,7 +242,8 @@ class TantivyBm25Engine:
     def _collection(self, name: str) -> _Collection:
         with self._open_lock:
             if name not in self._collections:
-                self._collections[name] = _Collection(self.root / name, self.analyzer, self.title_boost)
+                self._collections[name] = _Collection(self.root / name, self.analyzers.for_collection(name),
+                                                      self.title_boost)
             return self._collections[name]
 
     def _exists(self, name: str) -> bool:
@@ -267,7 +272,8 @@ class TantivyBm25Engine:
         docs, chunks, details = 0, 0, {}
         if self._exists(collection):
             docs, chunks, details = await asyncio.to_thread(lambda: self._collection(collection).stats())
-        return EngineStats(self.name, docs, chunks, {**self.description, **details})
+        return EngineStats(self.name, docs, chunks, {**self.description, **details,
+                                                     "analyzer": self.analyzers.for_collection(collection).name})
 
     async def content_hashes(self, collection, doc_ids):
         if not self._exists(collection):

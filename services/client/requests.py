@@ -112,6 +112,9 @@ def explain_lines(response: search_pb2.SearchResponse) -> list[str]:
              f"{' (' + s.reason + ')' if s.reason else ''}" for s in response.legs]
     if response.HasField("explain"):
         e = response.explain
+        if e.query_language:
+            lines.append(f"language: {e.query_language} ({e.query_language_source}, "
+                         f"confidence {e.query_language_confidence:.2f})")
         if e.expansion_generator:
             lines.append(f"expansion: {e.expansion_generator}{' (cached)' if e.expansion_cache_hit else ''}: "
                          f"lexical {list(e.lexical_variants)} semantic {list(e.semantic_variants)}"

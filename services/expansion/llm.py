@@ -8,18 +8,30 @@ The answer is streamed: a caller that gives up (its deadline passed) closes the 
 server stops generating at the next token (llama.cpp's server checks for a disconnected client between
 tokens; a non-streamed generation would run to max_tokens for nobody and hold the server from the next
 query). The query in the prompt is capped at MAX_PROMPT_QUERY_CHARS.
+
+Prompts per language (GNO's language-aware expansion): the query's language (common/language.py) picks
+an English prompt, a native German one, or for any other language a multilingual fallback that keeps
+the English instructions but asks for variants in the query's own language. Why: a small model follows
+the language of its instructions and of its worked example, so an English prompt turns a German query's
+keywords and passage into English, which a German BM25 analyzer (and a German-stemmed index) cannot
+match; a native prompt with a native example keeps the variants in German. For languages without a
+native prompt, an explicit "write in <language>" is the next best thing.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 import httpx
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 PROMPT_VERSION = "v2"
+PROMPT_LANGUAGES = {"en": "English", "de": "German", "fr": "French", "es": "Spanish", "it": "Italian", "nl": "Dutch",
+                    "pt": "Portuguese", "da": "Danish", "no": "Norwegian", "sv": "Swedish", "ru": "Russian",
+                    "tr": "Turkish"}
 SYSTEM_PROMPT = (
     "You help a search engine find documents. For the user's query write: lexical, up to 3 keyword "
     "queries using synonyms and related technical terms the query does not use; semantic, up to 2 "
@@ -45,6 +57,59 @@ RESPONSE_SCHEMA = {
     },
     "required": ["lexical", "semantic", "hyde"],
 }
+SYSTEM_PROMPT_DE = (
+    "Du hilfst einer Suchmaschine, Dokumente zu finden. Schreibe zur Anfrage des Nutzers: lexical, bis zu 3 "
+    "Stichwortanfragen mit Synonymen und verwandten Fachbegriffen, die in der Anfrage nicht vorkommen; "
+    "semantic, bis zu 2 Umformulierungen der Anfrage; hyde, einen Abschnitt von 2-3 Sätzen im Stil einer "
+    "wissenschaftlichen Zusammenfassung, der die Anfrage beantwortet. Schreibe alles auf Deutsch. "
+    "Antworte nur mit JSON."
+)
+EXAMPLE_QUERY_DE = "Anfrage: Auswirkungen von Koffein auf die Schlafqualität"
+EXAMPLE_ANSWER_DE = json.dumps({
+    "lexical": ["Koffein Schlaflosigkeit Einschlafdauer", "Kaffeekonsum Schlafstörungen", "Adenosin-Antagonist Schlaf"],
+    "semantic": ["Wie wirkt sich Koffein auf den Schlaf aus?", "Verschlechtert Kaffee die Schlafqualität?"],
+    "hyde": "Koffein, ein Antagonist der Adenosinrezeptoren, verlängert die Einschlafdauer und verkürzt die "
+            "Gesamtschlafzeit und den Tiefschlaf. In einer randomisierten Studie verkürzten 400 mg Koffein, "
+            "sechs Stunden vor dem Schlafengehen eingenommen, den Schlaf um mehr als eine Stunde.",
+}, ensure_ascii=False)
+MULTILINGUAL_RULE = (
+    " The query is in {language}: write every keyword query, rephrasing and the passage in {language}, "
+    "never translated into English."
+)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The messages before the user's query, and how that query is introduced."""
+
+    system: str
+    example_query: str
+    example_answer: str
+    query_label: str
+
+    def messages(self, query: str) -> list[dict[str, str]]:
+        return [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": self.example_query},
+            {"role": "assistant", "content": self.example_answer},
+            {"role": "user", "content": f"{self.query_label}: {capped(query)}"},
+        ]
+
+
+NATIVE_PROMPTS = {
+    "en": Prompt(SYSTEM_PROMPT, EXAMPLE_QUERY, EXAMPLE_ANSWER, "Query"),
+    "de": Prompt(SYSTEM_PROMPT_DE, EXAMPLE_QUERY_DE, EXAMPLE_ANSWER_DE, "Anfrage"),
+}
+
+
+def prompt_for(language: str) -> Prompt:
+    """The native prompt of `language`, else the multilingual fallback naming the language."""
+    if language in NATIVE_PROMPTS:
+        return NATIVE_PROMPTS[language]
+    name = PROMPT_LANGUAGES.get(language, "the query's own language")
+    return Prompt(SYSTEM_PROMPT + MULTILINGUAL_RULE.format(language=name), EXAMPLE_QUERY, EXAMPLE_ANSWER, "Query")
+
+
 JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 MAX_PROMPT_QUERY_CHARS = 500
 
@@ -95,19 +160,14 @@ class LlmExpander:
         self.max_tokens = max_tokens
         self.client = httpx.AsyncClient(timeout=timeout_s)
 
-    async def expand(self, query: str) -> LlmExpansion:
+    async def expand(self, query: str, language: str = "en") -> LlmExpansion:
         body = {
             "model": self.model,
             "temperature": 0,
             "max_tokens": self.max_tokens,
             "stream": True,
             "response_format": {"type": "json_object", "schema": RESPONSE_SCHEMA},
-            "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": EXAMPLE_QUERY},
-                {"role": "assistant", "content": EXAMPLE_ANSWER},
-                {"role": "user", "content": f"Query: {capped(query)}"},
-            ],
+            "messages": prompt_for(language).messages(query),
         }
         async for attempt in AsyncRetrying(
             stop=stop_after_attempt(2), wait=wait_exponential(multiplier=0.2, max=1),

@@ -1,7 +1,9 @@
 """Expansion without an LLM: pseudo-relevance feedback over the top BM25 hits (RM3-style).
 
 Terms are weighted by sum over feedback documents of P(term|doc) x normalised document score;
-query terms and stopwords are excluded. The lexical variant is the query plus the best terms (as
+query terms and stopwords are excluded: the stopwords of the query's language (the analyzer's
+language: English keeps its ASCII words and its lists, any other language takes words of any alphabet
+and its own stopword list, so German feedback never proposes "und" or "über"). The lexical variant is the query plus the best terms (as
 their most frequent surface form, so the BM25 analyzer stems them again to the same stem); the
 semantic variant is the query stripped of question framing plus the three best terms.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
-from hybridsearch.bm25.analyzer import LUCENE_ENGLISH_STOPWORDS, EnglishAnalyzer
+from hybridsearch.bm25.analyzer import LUCENE_ENGLISH_STOPWORDS, Analyzer
 
 WORD = re.compile(r"[A-Za-z][A-Za-z-]{2,}")
 QUESTION_FRAME = re.compile(
@@ -22,19 +24,27 @@ EXTRA_STOP = frozenset(
     "also been from have has had which were more than other after before between about while into "
     "over under these those whose there where when what only such both each very most some".split()
 )
+# A word of any alphabet (letters first, 3+ characters): what feedback reads in other languages.
+ANY_WORD = re.compile(r"[^\W\d_][\w-]{2,}")
+# language -> (what a word is, which words never become feedback terms); others: ANY_WORD and their list.
+FEEDBACK_WORDS = {"en": (WORD, LUCENE_ENGLISH_STOPWORDS | EXTRA_STOP)}
 
 
-def feedback_terms(query: str, docs: list[tuple[str, float]], analyzer: EnglishAnalyzer, n_terms: int) -> list[str]:
+def feedback_words(analyzer: Analyzer) -> tuple[re.Pattern, frozenset[str]]:
+    return FEEDBACK_WORDS.get(analyzer.language, (ANY_WORD, analyzer.stopwords))
+
+
+def feedback_terms(query: str, docs: list[tuple[str, float]], analyzer: Analyzer, n_terms: int) -> list[str]:
     """Best expansion words (surface forms) from (text, bm25 score) feedback documents."""
     if not docs or n_terms <= 0:
         return []
     query_stems = set(analyzer.analyze(query))
+    word, stop = feedback_words(analyzer)
     top = max(score for _, score in docs) or 1.0
     weights: dict[str, float] = defaultdict(float)
     surface: dict[str, Counter] = defaultdict(Counter)
     for text, score in docs:
-        words = [w.lower() for w in WORD.findall(text)]
-        words = [w for w in words if w not in LUCENE_ENGLISH_STOPWORDS and w not in EXTRA_STOP]
+        words = [w for w in (w.lower() for w in word.findall(text)) if w not in stop]
         if not words:
             continue
         stems = [analyzer.analyze(w) for w in words]

@@ -1,5 +1,11 @@
 """ExpansionService: skip on strong signals, else LLM (THOROUGH, when configured) or PRF, cached.
 
+Every answer names the query's language (common/language.py: the request's override, else detected,
+else the collection's): it picks the LLM prompt (English, German, multilingual) and is part of the cache
+key. PRF reads the collection's documents, so it stems and drops stopwords in the documents' language:
+the collection's declared one (an English collection's feedback is exactly what it was), the query's
+for an `auto` collection (documents of every language).
+
 The PRF path and the dominant-top-hit check both need the query's best BM25 hits, so the service
 probes the BM25 service itself; the gateway can then call expansion concurrently with both legs.
 """
@@ -11,9 +17,11 @@ import logging
 
 import grpc
 
-from hybridsearch.bm25.analyzer import EnglishAnalyzer
+from hybridsearch.bm25.analyzer import Analyzers
+from hybridsearch.common.collections import collection_config
 from hybridsearch.common.config import ExpansionSettings, Settings, get_settings
 from hybridsearch.common.effort import Expansion, effort_policy
+from hybridsearch.common.language import DETECTOR, Detection, documents_language, query_language
 from hybridsearch.common.server import internal_channel, serve
 from hybridsearch.common.telemetry import tracer
 from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection, check_filters
@@ -32,7 +40,8 @@ LLM_DEADLINE_MARGIN_S = 1.0
 class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
     def __init__(self, settings: Settings) -> None:
         self.cfg: ExpansionSettings = settings.expansion
-        self.analyzer = EnglishAnalyzer(settings.bm25.stemmer, settings.bm25.stopwords)
+        self.settings = settings
+        self.analyzers = Analyzers(settings.bm25.stemmer, settings.bm25.stopwords)
         self.cache = ExpansionCache(self.cfg.redis_url, self.cfg.cache_ttl_s)
         self.llm = (
             LlmExpander(self.cfg.llm_url, self.cfg.llm_model, self.cfg.llm_timeout_s, self.cfg.llm_max_tokens)
@@ -56,9 +65,18 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
             filters = check_filters(request.filters)
             if request.effort not in common_pb2.Effort.values():
                 raise InvalidArgument(f"unknown effort {request.effort}")
+            declared = collection_config(self.settings, collection).language
+            language = query_language(request.query, declared, request.language)
         except InvalidArgument as err:
             await abort_invalid(context, err)
+        response = await self._answer(request, collection, filters, language, documents_language(declared, language),
+                                      context)
+        response.language, response.language_source = language.language, language.source
+        response.language_confidence = language.confidence
+        return response
 
+    async def _answer(self, request, collection, filters, language: Detection, documents_language: str,
+                      context) -> expansion_pb2.ExpandResponse:
         policy = effort_policy(request.effort)
         if not policy.expands and not request.force:
             return expansion_pb2.ExpandResponse(skipped=True, skip_reason=f"{policy.name} effort", generator="none",
@@ -76,6 +94,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
         key = self.cache.key(
             request.query, collection, generator, self.cfg.prompt_version, PROMPT_VERSION,
             f"prf={self.cfg.prf_docs}/{self.cfg.prf_terms}", filters_key(filters),
+            f"lang={language.language}/{documents_language}",
         )
         with self.tracer.start_as_current_span("expansion.cache_get") as span:
             cached = await self.cache.get(key)
@@ -86,14 +105,16 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
             response.cache_available = True
             return response
 
-        response = await self._expand(request.query, collection, filters, generator, context)
+        response = await self._expand(request.query, collection, filters, generator, language.language,
+                                      documents_language, context)
         # A fallback's variants are not what the key names (the LLM's): the next query tries the LLM again.
         if (response.generator != "none" or response.skipped) and not response.fallback_reason:
             await self.cache.put(key, _to_dict(response))
         response.cache_available = self.cache.available
         return response
 
-    async def _expand(self, query, collection, filters, generator, context) -> expansion_pb2.ExpandResponse:
+    async def _expand(self, query, collection, filters, generator, language, documents_language,
+                      context) -> expansion_pb2.ExpandResponse:
         probe = await self.bm25.Search(
             common_pb2.LegSearchRequest(
                 collection=collection, limit=PROBE_HITS, filters=filters,
@@ -111,7 +132,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
                 # Leave time for the PRF fallback and the variant legs inside the caller's deadline.
                 budget = max(0.05, _remaining(context) - LLM_DEADLINE_MARGIN_S)
                 with self.tracer.start_as_current_span("expansion.llm"):
-                    out = await asyncio.wait_for(self.llm.expand(query), timeout=budget)
+                    out = await asyncio.wait_for(self.llm.expand(query, language), timeout=budget)
                 if not (out.lexical or out.semantic or out.hyde):
                     raise LlmError("LLM answered an empty expansion")
                 return expansion_pb2.ExpandResponse(
@@ -123,7 +144,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
                 generator = f"prf (llm failed: {type(err).__name__})"
 
         terms = feedback_terms(query, [(h.title + " " + h.text, h.score) for h in hits[: self.cfg.prf_docs]],
-                               self.analyzer, self.cfg.prf_terms)
+                               self.analyzers.language(documents_language), self.cfg.prf_terms)
         lexical, semantic = prf_variants(query, terms)
         if not lexical:
             return expansion_pb2.ExpandResponse(skipped=True, skip_reason="no feedback documents", generator="none",
@@ -157,6 +178,7 @@ def _remaining(context) -> float | None:
 async def main() -> None:
     settings = get_settings()
     servicer = ExpansionServicer(settings)
+    await asyncio.to_thread(DETECTOR.warm)  # the detector's models load once (~3 s), not in a query's deadline
     if await servicer.cache.ping():
         log.info("expansion cache: Redis at %s", settings.expansion.redis_url)
     else:

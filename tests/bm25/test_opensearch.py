@@ -419,3 +419,53 @@ async def test_settings_select_and_configure_the_engine(monkeypatch):
     monkeypatch.setenv("HYBRIDSEARCH_BM25__OPENSEARCH_SHARDS", "0")
     with pytest.raises(ValidationError, match="opensearch_shards"):
         Settings()
+
+
+def test_a_declared_language_maps_onto_the_same_snowball_chain_and_auto_is_refused():
+    from hybridsearch.bm25.analyzer import SNOWBALL
+    from hybridsearch.bm25.opensearch import index_body
+
+    body = index_body(k1=1.2, b=0.75, stemmer="porter", stopwords="en_plus", shards=1, replicas=0, language="de")
+    analysis = body["settings"]["analysis"]
+    assert analysis["analyzer"][ANALYZER]["filter"] == ["lowercase", "hybridsearch_stop", "hybridsearch_stem"]
+    assert analysis["filter"]["hybridsearch_stem"] == {"type": "snowball", "language": "German"}
+    assert analysis["filter"]["hybridsearch_stop"]["stopwords"] == sorted(SNOWBALL["de"][1])
+    english = index_body(k1=1.2, b=0.75, stemmer="porter", stopwords="en_plus", shards=1, replicas=0)
+    assert english == index_body(k1=1.2, b=0.75, stemmer="porter", stopwords="en_plus", shards=1, replicas=0,
+                                 language="en")
+    with pytest.raises(ValueError, match="needs an embedded engine"):
+        index_body(k1=1.2, b=0.75, stemmer="porter", stopwords="en_plus", shards=1, replicas=0, language="auto")
+
+
+def test_an_auto_collection_on_opensearch_is_refused_at_start(monkeypatch):
+    from hybridsearch.bm25.service import build_engine
+    from hybridsearch.common.config import Settings
+
+    monkeypatch.setenv("HYBRIDSEARCH_BM25__ENGINE", "opensearch")
+    monkeypatch.setenv("HYBRIDSEARCH_COLLECTIONS", '{"notes": {"language": "auto"}}')
+    with pytest.raises(ValueError, match="needs an embedded engine"):
+        build_engine(Settings())
+
+
+async def test_a_german_collection_gets_german_analysis_on_the_server(noida):
+    """Lucene's Snowball German stems as PyStemmer does on most words; the differences are pinned: Lucene
+    ships an older Snowball German that keeps -erin and -et, which Snowball 3 (PyStemmer 3) removes."""
+    from german_corpus import german_chunks
+
+    from hybridsearch.bm25.analyzer import Analyzers
+
+    remote = OpenSearchBm25Engine(URL, index_prefix=f"t{uuid.uuid4().hex[:10]}-", replicas=0,
+                                  language_of=lambda _c: "de")
+    try:
+        await remote.upsert("de", german_chunks())
+        embedded = Analyzers().language("de")
+        same = "Die Häuser und die Wälder, der Baum über der Straße, Kündigungsfristen"
+        assert await analyze(remote, "de", same) == embedded.analyze(same) == [
+            "haus", "wald", "baum", "strass", "kundigungsfrist"]
+        assert await analyze(remote, "de", "Mieterin überflutet") == ["mieterin", "uberflutet"]
+        assert embedded.analyze("Mieterin überflutet") == ["miet", "uberflut"]
+        (hits,) = await remote.search("de", ["die überfluteten Häuser"], 10, [])
+        assert hits[0].doc_id == "d01"
+    finally:
+        await remote.client.indices.delete(index=remote.index("de"))
+        await remote.close()

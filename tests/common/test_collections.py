@@ -39,6 +39,7 @@ def test_environment_json(monkeypatch):
     ({"fields": {"summary": 0}}, "outside"),
     ({"boosts": [{"field": "type", "value": "x", "fusion": -1}]}, "greater than 0"),
     ({"boosts": [{"field": "ty pe", "value": "x"}]}, "not a metadata key"),
+    ({"language": "german"}, "not supported: choose one of en, de"),
 ])
 def test_bad_declarations_are_refused_with_a_reason(body, message):
     with pytest.raises(ValidationError, match=message):

@@ -20,3 +20,15 @@ def test_variants_extend_the_query():
     lexical, semantic = prf_variants("what is the role of insulin?", ["glucose", "pancreas", "diabetes", "cells"])
     assert lexical == ["what is the role of insulin? glucose pancreas diabetes cells"]
     assert semantic == ["the role of insulin glucose pancreas diabetes"]
+
+
+def test_german_feedback_reads_umlauts_and_skips_german_stopwords():
+    from hybridsearch.bm25.analyzer import Analyzers
+
+    docs = [("Die Häuser über dem Fluss wurden überflutet, und die Keller standen unter Wasser", 9.0),
+            ("Überflutete Keller: das Wasser stand in den Häusern", 7.0)]
+    terms = feedback_terms("Hochwasser Haus", docs, Analyzers().language("de"), 4)
+    assert "keller" in terms and "wasser" in terms
+    assert not {"die", "und", "über", "unter", "dem"} & set(terms)  # German stopwords
+    assert not {"häuser", "häusern"} & set(terms)  # the query's own stem (haus)
+    assert "überflutet" in terms or "überflutete" in terms  # words with umlauts are words

@@ -11,6 +11,8 @@ def test_defaults():
     assert (plan.top_k, plan.collection, plan.mode, plan.effort) == (10, "default", common_pb2.RETRIEVAL_MODE_HYBRID, common_pb2.EFFORT_BALANCED)
     assert plan.rerank_requested is None
     assert plan.fusion.rrf_k == 60
+    assert plan.language == ""  # expansion detects it
+    assert plan_search(search_pb2.SearchRequest(query="q", language=" DE"), Settings()).language == "de"
 
 
 @pytest.mark.parametrize("request_kwargs,message", [
@@ -25,6 +27,7 @@ def test_defaults():
     ({"query": "q", "filters": [common_pb2.MetadataFilter(field="", equals="x")]}, "filters[0].field"),
     ({"query": "q", "filters": [common_pb2.MetadataFilter(field="lang")]}, "no condition"),
     ({"query": "q", "filters": [common_pb2.MetadataFilter(field="lang", any_of=common_pb2.StringList())]}, "empty"),
+    ({"query": "q", "language": "klingon"}, "language 'klingon' is not supported"),
 ])
 def test_invalid_requests(request_kwargs, message):
     with pytest.raises(InvalidArgument, match=None) as err:
