@@ -25,8 +25,10 @@ class LexicalEngine(Protocol):
         queries: list[str],
         limit: int,
         filters: list[common_pb2.MetadataFilter],
+        fuzzy: bool = False,
     ) -> list[list[common_pb2.LegHit]]:
-        """One ranked list (best first, rank 1-based) per query."""
+        """One ranked list (best first, rank 1-based) per query. `fuzzy`: typo tolerance (prefix and fuzzy
+        terms, bounded and weighted below exact matches)."""
         ...
 
     async def stats(self, collection: str) -> EngineStats: ...

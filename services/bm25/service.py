@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import grpc
 
 from hybridsearch.bm25.engine import LexicalEngine
+from hybridsearch.common.collections import collection_config
 from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.server import serve
 from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search
@@ -15,13 +17,24 @@ from hybridsearch.common.validation import InvalidArgument, abort_invalid
 from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2
 
 
+def declared_fields(settings: Settings, collection: str) -> dict[str, float]:
+    """A collection's declared BM25 text fields (metadata key -> boost)."""
+    return collection_config(settings, collection).fields
+
+
 def build_engine(settings: Settings) -> LexicalEngine:
     cfg = settings.bm25
+    fields_of = partial(declared_fields, settings)
     if cfg.engine == "embedded":
         from hybridsearch.bm25.tantivy_engine import TantivyBm25Engine
 
-        return TantivyBm25Engine(settings.data_dir / "bm25-tantivy", cfg.stemmer, cfg.stopwords, cfg.title_boost)
+        return TantivyBm25Engine(settings.data_dir / "bm25-tantivy", cfg.stemmer, cfg.stopwords, cfg.title_boost,
+                                 fields_of=fields_of)
     if cfg.engine == "bm25s":
+        with_fields = sorted(name for name, c in settings.collections.items() if c.fields)
+        if with_fields:
+            raise ValueError(f"bm25.engine=bm25s does not index text fields, but collections {with_fields} declare "
+                             "some (CollectionConfig.fields): use bm25.engine=embedded (tantivy) or opensearch")
         from hybridsearch.bm25.embedded import EmbeddedBm25Engine
 
         return EmbeddedBm25Engine(settings.data_dir / "bm25", cfg.k1, cfg.b, cfg.stemmer, cfg.stopwords, cfg.title_boost)
@@ -34,6 +47,7 @@ def build_engine(settings: Settings) -> LexicalEngine:
             replicas=cfg.opensearch_replicas, timeout_s=cfg.opensearch_timeout_s,
             search_timeout_s=cfg.opensearch_search_timeout_s, bulk_chunk_size=cfg.opensearch_bulk_chunk_size,
             bulk_max_bytes=cfg.opensearch_bulk_max_bytes, bulk_in_flight=cfg.opensearch_bulk_in_flight,
+            fields_of=fields_of,
         )
     raise ValueError(f"unknown bm25 engine {cfg.engine!r} (embedded | bm25s | opensearch)")
 
@@ -49,7 +63,8 @@ class Bm25Servicer(StoreServicerMixin, bm25_pb2_grpc.Bm25ServiceServicer):
             await abort_invalid(context, err)
         started = time.perf_counter()
         try:
-            lists = await self.engine.search(collection, [q.text for q in request.queries], request.limit, filters)
+            lists = await self.engine.search(collection, [q.text for q in request.queries], request.limit, filters,
+                                             fuzzy=request.fuzzy)
         except EngineUnavailable as err:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
         return common_pb2.LegSearchResponse(

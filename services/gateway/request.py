@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hybridsearch.common.collections import collection_config
 from hybridsearch.common.config import Settings
 from hybridsearch.common.limits import MAX_QUERY_CHARS
 from hybridsearch.common.validation import InvalidArgument, check_collection, check_filters
@@ -28,6 +29,7 @@ class SearchPlan:
     rerank_requested: bool | None  # None: effort and model decide
     min_score: float
     explain: bool
+    fuzzy: bool  # typo tolerance in the BM25 leg: the request's, else the collection's default
 
     @property
     def uses_bm25(self) -> bool:
@@ -55,9 +57,10 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
         raise InvalidArgument(f"unknown effort {request.effort}")
     if not 0.0 <= request.min_score <= 1.0:
         raise InvalidArgument(f"min_score must be within [0, 1], got {request.min_score}")
+    collection = check_collection(request.collection)
     return SearchPlan(
         query=query,
-        collection=check_collection(request.collection),
+        collection=collection,
         top_k=top_k,
         offset=request.offset,
         mode=request.mode or common_pb2.RETRIEVAL_MODE_HYBRID,
@@ -67,4 +70,5 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
         rerank_requested=request.rerank if request.HasField("rerank") else None,
         min_score=request.min_score,
         explain=request.explain,
+        fuzzy=request.fuzzy if request.HasField("fuzzy") else collection_config(settings, collection).fuzzy,
     )

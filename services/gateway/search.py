@@ -288,6 +288,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         stub = self.backends.bm25 if name == "bm25" else self.backends.vector
         request = common_pb2.LegSearchRequest(
             collection=plan.collection, queries=queries, limit=depth, filters=plan.filters, feedback_docs=feedback,
+            fuzzy=plan.fuzzy,
         )
         stage = f"{name}{'.variants' if variants else ''}"
         called = time.perf_counter()
