@@ -5,6 +5,7 @@ would pick whichever pytest imported first."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from contextlib import contextmanager
@@ -30,6 +31,11 @@ STACK_ENV = {
     # Metrics endpoints are tested in tests/observability on ports of their own; off here, so test
     # stacks never take 9464.. from a `make run` on the same machine.
     "HYBRIDSEARCH_METRICS_PORT": "0",
+    # Collections with declarations of their own (common/collections.py), for the stack tests of each feature.
+    "HYBRIDSEARCH_COLLECTIONS": json.dumps({
+        "code-fields": {"fields": {"summary": 2.0, "name": 1.5, "path": 0.5}},  # CodeRAG's field boosts
+        "typo-default": {"fuzzy": True},
+    }),
 }
 
 

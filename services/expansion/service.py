@@ -72,6 +72,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
         key = self.cache.key(
             request.query, collection, generator, self.cfg.prompt_version, PROMPT_VERSION,
             f"prf={self.cfg.prf_docs}/{self.cfg.prf_terms}", filters_key(filters),
+            *(["fuzzy"] if request.fuzzy else []),  # appended: keys without typo tolerance stay as they were
         )
         with self.tracer.start_as_current_span("expansion.cache_get") as span:
             cached = await self.cache.get(key)
@@ -82,17 +83,17 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
             response.cache_available = True
             return response
 
-        response = await self._expand(request.query, collection, filters, generator, context)
+        response = await self._expand(request.query, collection, filters, generator, context, request.fuzzy)
         # A fallback's variants are not what the key names (the LLM's): the next query tries the LLM again.
         if (response.generator != "none" or response.skipped) and not response.fallback_reason:
             await self.cache.put(key, _to_dict(response))
         response.cache_available = self.cache.available
         return response
 
-    async def _expand(self, query, collection, filters, generator, context) -> expansion_pb2.ExpandResponse:
+    async def _expand(self, query, collection, filters, generator, context, fuzzy=False) -> expansion_pb2.ExpandResponse:
         probe = await self.bm25.Search(
             common_pb2.LegSearchRequest(
-                collection=collection, limit=PROBE_HITS, filters=filters,
+                collection=collection, limit=PROBE_HITS, filters=filters, fuzzy=fuzzy,
                 queries=[common_pb2.LegQuery(text=query, kind=common_pb2.QUERY_KIND_ORIGINAL)],
             ),
             timeout=_remaining(context),

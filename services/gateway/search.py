@@ -336,7 +336,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                 async with self.breakers.guard("expansion"):
                     trace.expansion = await self.backends.expansion.Expand(
                         expansion_pb2.ExpandRequest(query=plan.query, collection=plan.collection, effort=plan.effort,
-                                                    filters=plan.filters),
+                                                    filters=plan.filters, fuzzy=plan.fuzzy),
                         timeout=max(0.05, deadline.left() - self.settings.expansion_reserve_s),
                     )
             except CALL_ERRORS as err:

@@ -40,3 +40,11 @@ def test_fusion_override_is_validated_and_applied():
     assert plan.fusion.method.value == "linear" and plan.fusion.bm25_weight == pytest.approx(0.7)
     with pytest.raises(InvalidArgument):
         plan_search(search_pb2.SearchRequest(query="q", fusion=fusion_pb2.FusionConfig(rrf_k=-1)), Settings())
+
+
+def test_fuzzy_is_the_requests_else_the_collections_default():
+    settings = Settings(collections={"notes": {"fuzzy": True}})
+    assert plan_search(search_pb2.SearchRequest(query="q"), settings).fuzzy is False
+    assert plan_search(search_pb2.SearchRequest(query="q", collection="notes"), settings).fuzzy is True
+    assert plan_search(search_pb2.SearchRequest(query="q", collection="notes", fuzzy=False), settings).fuzzy is False
+    assert plan_search(search_pb2.SearchRequest(query="q", fuzzy=True), settings).fuzzy is True
