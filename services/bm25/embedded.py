@@ -24,7 +24,7 @@ import bm25s
 import numpy as np
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
-from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, exact_terms, expand_query
+from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
 from hybridsearch.common.stores import EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, stored_documents
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.validation import matches_filters
@@ -210,6 +210,12 @@ class _Collection:
             )
         return lists
 
+    def correct(self, query: str) -> str:
+        index = self.snapshot()
+        if index.flat is None:
+            return query
+        return correct_query(query, self.analyzer.analyze, index.doc_freq, index.with_prefix)
+
     def stats(self) -> tuple[int, int]:
         docs, chunks = self.db.execute("SELECT count(DISTINCT doc_id), count(*) FROM chunks").fetchone()
         return docs, chunks
@@ -297,6 +303,11 @@ class EmbeddedBm25Engine:
         if not self._exists(collection):
             return [[] for _ in queries]
         return await asyncio.to_thread(self._collection(collection).search, queries, limit, filters, fuzzy)
+
+    async def correct(self, collection, query):
+        if not self._exists(collection):
+            return query
+        return await asyncio.to_thread(self._collection(collection).correct, query)
 
     async def stats(self, collection):
         docs, chunks = (0, 0)

@@ -56,38 +56,67 @@ def edits1(word: str) -> set[str]:
     return (deletes | transposes | replaces | inserts) - {word}
 
 
-def _candidates(word: str, stem: str, analyze: Analyze, doc_freq: DocFreq, with_prefix: WithPrefix) -> list[WeightedTerm]:
-    found: dict[str, tuple[float, int]] = {}  # term -> (weight, doc freq)
+@dataclass(frozen=True)
+class _Candidate:
+    term: str  # the indexed stem
+    weight: float
+    doc_freq: int
+    surface: str  # a word that analyzes to it: the corrected word, for correct_query
+
+
+def _candidates(word: str, stem: str, analyze: Analyze, doc_freq: DocFreq, with_prefix: WithPrefix) -> list[_Candidate]:
+    """An unknown word's nearest indexed terms, best first (fuzzy before prefix, then commonest), capped."""
+    found: dict[str, _Candidate] = {}
     if len(word) >= MIN_FUZZY_CHARS:
-        stems = {s for variant in edits1(word) for s in analyze(variant)[:1]} - {stem}
-        for s in stems:
-            df = doc_freq(s)
-            if df > 0:
-                found[s] = (FUZZY_WEIGHT, df)
+        for variant in sorted(edits1(word)):
+            s = (analyze(variant) or [""])[0]
+            if s and s != stem and s not in found:
+                df = doc_freq(s)
+                if df > 0:
+                    found[s] = _Candidate(s, FUZZY_WEIGHT, df, variant)
     if len(word) >= MIN_PREFIX_CHARS:
         for term, df in with_prefix(stem, MAX_EXPANSIONS + 1):
             if term != stem and df > 0 and term not in found:
-                found[term] = (PREFIX_WEIGHT, df)
-    ranked = sorted(found.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))
-    return [WeightedTerm(term, weight) for term, (weight, _) in ranked[:MAX_EXPANSIONS]]
+                found[term] = _Candidate(term, PREFIX_WEIGHT, df, term)
+    return sorted(found.values(), key=lambda c: (-c.weight, -c.doc_freq, c.term))[:MAX_EXPANSIONS]
+
+
+def _unknown_words(query: str, analyze: Analyze, doc_freq: DocFreq):
+    """(match, stems, unknown) per query word that is not a stopword; `unknown` for at most
+    MAX_FUZZY_WORDS words whose single stem the index does not hold."""
+    unknown = 0
+    for match in WORD.finditer(query):
+        stems = analyze(match.group().lower())
+        if not stems:
+            continue  # a stopword
+        is_unknown = len(stems) == 1 and unknown < MAX_FUZZY_WORDS and doc_freq(stems[0]) == 0
+        unknown += is_unknown
+        yield match, stems, is_unknown
 
 
 def expand_query(query: str, analyze: Analyze, doc_freq: DocFreq, with_prefix: WithPrefix) -> list[WeightedTerm]:
     """The weighted terms a query matches with typo tolerance: its known stems at EXACT_WEIGHT, and for
     each unknown word (the first MAX_FUZZY_WORDS) its nearest indexed terms, weighted lower."""
     out: list[WeightedTerm] = []
-    unknown = 0
-    for word in WORD.findall(query.lower()):
-        stems = analyze(word)
-        if not stems:
-            continue  # a stopword
-        for stem in stems:
-            out.append(WeightedTerm(stem, EXACT_WEIGHT))
-        stem = stems[0]
-        if len(stems) == 1 and doc_freq(stem) == 0 and unknown < MAX_FUZZY_WORDS:
-            unknown += 1
-            out += _candidates(word, stem, analyze, doc_freq, with_prefix)
+    for match, stems, unknown in _unknown_words(query, analyze, doc_freq):
+        out += [WeightedTerm(stem, EXACT_WEIGHT) for stem in stems]
+        if unknown:
+            out += [WeightedTerm(c.term, c.weight) for c in
+                    _candidates(match.group().lower(), stems[0], analyze, doc_freq, with_prefix)]
     return out
+
+
+def correct_query(query: str, analyze: Analyze, doc_freq: DocFreq, with_prefix: WithPrefix) -> str:
+    """The query with each unknown word replaced by its best indexed neighbour (the word one edit away
+    whose stem is commonest, else the commonest completion): for a leg that cannot match terms, such as
+    the vector leg's embedder. Words with no neighbour, and every known word, stay as they are."""
+    out, last = [], 0
+    for match, stems, unknown in _unknown_words(query, analyze, doc_freq):
+        best = _candidates(match.group().lower(), stems[0], analyze, doc_freq, with_prefix)[:1] if unknown else []
+        if best:
+            out += [query[last:match.start()], best[0].surface]
+            last = match.end()
+    return "".join(out) + query[last:]
 
 
 def exact_terms(tokens: list[str]) -> list[WeightedTerm]:

@@ -11,7 +11,8 @@ Typo tolerance (`fuzzy`): a second clause, the same fields matched with Lucene's
 from MIN_FUZZY_CHARS characters on, `prefix_length` 1, at most MAX_EXPANSIONS terms per word, as the
 embedded engines' fuzzy.py), weighted FUZZY_WEIGHT, so exact matches score above fuzzy ones. Unlike the
 embedded engines, Lucene also expands words the index knows (it cannot ask for document frequencies
-first) and has no prefix expansion.
+first) and has no prefix expansion, and `correct` returns the query unchanged (the vector leg then embeds
+what was typed).
 
 Writes are idempotent per document, like the embedded engine: unchanged documents (same content hash,
 same chunk count) are skipped; a changed document's chunks are indexed under one write id and its
@@ -443,6 +444,9 @@ class OpenSearchBm25Engine:
                 for rank, h in enumerate(hits, start=1)
             ])
         return lists
+
+    async def correct(self, collection: str, query: str) -> str:
+        return query  # no term-level look-ups here (see the module docstring)
 
     async def stats(self, collection: str) -> EngineStats:
         docs = chunks = 0

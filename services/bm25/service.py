@@ -13,7 +13,8 @@ from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.server import serve
 from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search
 from hybridsearch.common.stores import EngineUnavailable
-from hybridsearch.common.validation import InvalidArgument, abort_invalid
+from hybridsearch.common.limits import MAX_QUERY_CHARS
+from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection
 from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2
 
 
@@ -74,6 +75,19 @@ class Bm25Servicer(StoreServicerMixin, bm25_pb2_grpc.Bm25ServiceServicer):
                 for q, hits in zip(request.queries, lists)
             ],
         )
+
+
+    async def Correct(self, request: bm25_pb2.CorrectRequest, context) -> bm25_pb2.CorrectResponse:
+        try:
+            collection = check_collection(request.collection)
+            if len(request.query) > MAX_QUERY_CHARS:
+                raise InvalidArgument(f"query is {len(request.query)} characters; the limit is {MAX_QUERY_CHARS}")
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        try:
+            return bm25_pb2.CorrectResponse(query=await self.engine.correct(collection, request.query))
+        except EngineUnavailable as err:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
 
 
 async def main() -> None:

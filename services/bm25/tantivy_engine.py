@@ -38,7 +38,7 @@ from pathlib import Path
 import tantivy
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
-from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, exact_terms, expand_query
+from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.stores import EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, stored_documents
 from hybridsearch.v1 import common_pb2
@@ -118,11 +118,18 @@ class _Collection:
         query = tantivy.Query.term_query(self.schema, field, term.term, index_option="freq")
         return query if term.weight == EXACT_WEIGHT else tantivy.Query.boost_query(query, term.weight)
 
+    def _lookups(self, searcher: tantivy.Searcher) -> tuple:
+        """fuzzy.py's look-ups on the body field: the analyzer, doc_freq, with_prefix."""
+        return (self.analyzer.analyze, lambda term: searcher.doc_freq("body", term),
+                lambda prefix, n: searcher.terms_with_prefix("body", prefix, limit=n))
+
     def _terms(self, searcher: tantivy.Searcher, query: str, fuzzy: bool) -> list[WeightedTerm]:
         if not fuzzy:
             return exact_terms(self.analyzer.analyze(query))
-        return expand_query(query, self.analyzer.analyze, lambda term: searcher.doc_freq("body", term),
-                            lambda prefix, n: searcher.terms_with_prefix("body", prefix, limit=n))
+        return expand_query(query, *self._lookups(searcher))
+
+    def correct(self, query: str) -> str:
+        return correct_query(query, *self._lookups(self.index.searcher()))
 
     def _filter(self, filters) -> list[tuple]:
         clauses = []
@@ -291,6 +298,11 @@ class TantivyBm25Engine:
         if not self._exists(collection):
             return [[] for _ in queries]
         return await asyncio.to_thread(lambda: self._collection(collection).search(queries, limit, filters, fuzzy))
+
+    async def correct(self, collection, query):
+        if not self._exists(collection):
+            return query
+        return await asyncio.to_thread(lambda: self._collection(collection).correct(query))
 
     async def stats(self, collection):
         docs, chunks, details = 0, 0, {}

@@ -188,3 +188,9 @@ async def test_an_index_written_with_other_fields_is_refused_clearly(tmp_path):
     again = TantivyBm25Engine(tmp_path, "porter", "en_plus", fields_of=lambda collection: {"summary": 2.0})
     with pytest.raises(ValueError, match="other text fields.*re-ingest"):
         await again.search("code", ["text"], 10, [])
+
+
+async def test_correct_rewrites_unknown_words_for_the_vector_leg(engine):
+    await engine.upsert("c", FUZZY_DOCS)
+    assert await engine.correct("c", "Protien foldnig, galaxy") == "protein folding, galaxy"
+    assert await engine.correct("nope", "protien") == "protien"  # an unknown collection: as typed

@@ -81,3 +81,12 @@ def test_at_most_max_fuzzy_words_are_expanded_per_query():
 def test_stopwords_and_empty_queries_expand_to_nothing():
     assert expand("the of and", {"thesis": 4}) == []
     assert expand("", {"x": 1}) == []
+
+
+def test_correct_query_replaces_unknown_words_by_their_best_neighbour_and_keeps_the_rest():
+    doc_freq, with_prefix = vocabulary({"protein": 5, "protean": 1, "folding": 3, "algorithm": 2, "Cells": 4})
+    correct = lambda q: fuzzy.correct_query(q, ANALYZER.analyze, doc_freq, with_prefix)  # noqa: E731
+    assert correct("Protien folding in Cells!") == "protein folding in Cells!"
+    assert correct("fast algori") == "fast algorithm"  # a completion where no word is one edit away
+    assert correct("zzzzzz folding") == "zzzzzz folding"  # no neighbour: as typed
+    assert correct("the folding") == "the folding"

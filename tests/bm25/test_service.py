@@ -8,6 +8,13 @@ from hybridsearch.bm25.service import build_engine
 from hybridsearch.common.config import Settings
 
 
+@pytest.fixture(autouse=True)
+def no_declared_collections(monkeypatch):
+    """Only what a test declares (a session stack may have put HYBRIDSEARCH_COLLECTIONS in the environment)."""
+    monkeypatch.delenv("HYBRIDSEARCH_COLLECTIONS", raising=False)
+    monkeypatch.delenv("HYBRIDSEARCH_COLLECTIONS_FILE", raising=False)
+
+
 def test_bm25s_refuses_collections_that_declare_text_fields(tmp_path):
     settings = Settings(data_dir=tmp_path, bm25={"engine": "bm25s"}, collections={"code": {"fields": {"summary": 2.0}}})
     with pytest.raises(ValueError, match=r"bm25s does not index text fields.*\['code'\].*embedded"):

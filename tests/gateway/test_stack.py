@@ -304,5 +304,11 @@ def test_fuzzy_per_request_and_per_collection(gateway):
     assert not search(gateway, "protien foldnig", collection="typo-default", mode=mode, fuzzy=False).hits
     explained = search(gateway, "galxy", collection="typo-off", mode=common_pb2.RETRIEVAL_MODE_HYBRID, fuzzy=True,
                        explain=True, effort=common_pb2.EFFORT_FAST)
-    bm25 = next(lst for lst in explained.explain.leg_lists if lst.leg == common_pb2.LEG_BM25)
-    assert [h.doc_id for h in bm25.hits] == ["g"]
+    lists = {lst.leg: lst for lst in explained.explain.leg_lists}
+    assert [h.doc_id for h in lists[common_pb2.LEG_BM25].hits] == ["g"]
+    # The vector leg embeds the query as the BM25 service corrects it, and says so.
+    assert lists[common_pb2.LEG_VECTOR].query == "galaxy"
+    assert any(t.stage == "leg.vector.correct" for t in explained.explain.timings)
+    plain = search(gateway, "galxy", collection="typo-off", mode=common_pb2.RETRIEVAL_MODE_HYBRID,
+                   explain=True, effort=common_pb2.EFFORT_FAST)
+    assert {lst.leg: lst.query for lst in plain.explain.leg_lists}[common_pb2.LEG_VECTOR] == "galxy"
