@@ -11,8 +11,11 @@ word) and weighted below an exact match (FUZZY_WEIGHT, PREFIX_WEIGHT < 1).
 
 Bounds, so that a short word cannot explode into thousands of terms: no fuzzy matching under
 MIN_FUZZY_CHARS letters, no prefix matching under MIN_PREFIX_CHARS, at most MAX_EXPANSIONS terms per
-word and at most MAX_FUZZY_WORDS unknown words per query. The constants were tuned on SciFact and CACM
-with typo'd queries (docs/quality.md, "Typo tolerance").
+word and at most MAX_FUZZY_WORDS unknown words per query. Measured on SciFact and CACM with typo'd
+queries (docs/quality.md, "Typo tolerance"): these first values met the goal there and were left alone.
+
+correct_query gives the same neighbours to legs that cannot match terms: each unknown word replaced by
+its best one (the vector leg embeds that, via Bm25Service.Correct).
 
 The engines give three look-ups: the analyzer, a term's document frequency, and the indexed terms
 with a prefix (the most frequent first). OpenSearch does the same with its own `fuzziness` options
