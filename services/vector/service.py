@@ -127,7 +127,8 @@ class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
         self.engine = engine
         self.bm25 = bm25  # for typo tolerance (Correct); None: queries are embedded as typed
 
-    async def _corrected(self, collection: str, queries: list[common_pb2.LegQuery], context) -> list[common_pb2.LegQuery]:
+    async def _corrected(self, collection: str, queries: list[common_pb2.LegQuery],
+                         context) -> list[common_pb2.LegQuery]:
         """The queries with the original one corrected by the BM25 service; as they are if that fails."""
         remaining = context.time_remaining()
         timeout = min(CORRECT_TIMEOUT_S, remaining / 2) if remaining is not None else CORRECT_TIMEOUT_S
@@ -150,7 +151,8 @@ class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
             await abort_invalid(context, err)
         timings: dict[str, float] = {}
         queries = list(request.queries)
-        if request.fuzzy and self.bm25 is not None:
+        has_original = any(q.kind == common_pb2.QUERY_KIND_ORIGINAL for q in queries)
+        if request.fuzzy and self.bm25 is not None and has_original:
             started = time.perf_counter()
             queries = await self._corrected(collection, queries, context)
             timings["correct"] = (time.perf_counter() - started) * 1000

@@ -141,7 +141,8 @@ async def test_fuzzy_matches_a_typo_below_what_the_exact_word_scores(engine):
 
     await engine.upsert("c", FUZZY_DOCS)
     assert await engine.search("c", ["protien"], 10, []) == [[]]  # off by default
-    (exact,), (typo,) = await engine.search("c", ["protein"], 10, []), await engine.search("c", ["protien"], 10, [], fuzzy=True)
+    (exact,) = await engine.search("c", ["protein"], 10, [])
+    (typo,) = await engine.search("c", ["protien"], 10, [], fuzzy=True)
     assert [h.doc_id for h in typo] == [h.doc_id for h in exact] == ["a"]
     assert typo[0].score == pytest.approx(FUZZY_WEIGHT * exact[0].score, rel=1e-4)
 
@@ -151,7 +152,8 @@ async def test_fuzzy_completes_a_cut_word_and_leaves_known_words_alone(engine):
     (cut,) = await engine.search("c", ["galax"], 10, [], fuzzy=True)
     assert [h.doc_id for h in cut] == ["b"]
     # "folding" is indexed: "holding" (one edit away) must not join in.
-    (clean,), (fuzzy,) = await engine.search("c", ["folding"], 10, []), await engine.search("c", ["folding"], 10, [], fuzzy=True)
+    (clean,) = await engine.search("c", ["folding"], 10, [])
+    (fuzzy,) = await engine.search("c", ["folding"], 10, [], fuzzy=True)
     assert [(h.doc_id, h.score) for h in fuzzy] == [(h.doc_id, h.score) for h in clean] and len(clean) == 1
 
 
