@@ -8,6 +8,11 @@ from hybridsearch.common.stores import EngineStats, UpsertResult
 from hybridsearch.v1 import common_pb2
 
 
+def field_name(key: str) -> str:
+    """The index field of a declared text field (CollectionConfig.fields: a metadata key), on every engine."""
+    return f"field_{key}"
+
+
 class LexicalEngine(Protocol):
     """A BM25 engine. Chunks of one document are always replaced together."""
 

@@ -44,6 +44,7 @@ from opensearchpy.exceptions import (
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from hybridsearch.bm25.analyzer import STOPWORD_LISTS
+from hybridsearch.bm25.engine import field_name
 from hybridsearch.bm25.fuzzy import FUZZY_WEIGHT, MAX_EXPANSIONS, MIN_FUZZY_CHARS
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.iterables import batched
@@ -68,11 +69,6 @@ RETRYABLE_STATUS = {429, 502, 503, 504}
 # Lucene's AUTO:low,high: no edit under `low` characters, one up to `high`, two from there (never, in practice).
 FUZZINESS = f"AUTO:{MIN_FUZZY_CHARS},256"
 FUZZY_PREFIX_LENGTH = 1  # the first character is never fuzzed: fewer terms to enumerate
-
-
-def field_name(key: str) -> str:
-    """The index field of a declared text field (metadata key)."""
-    return f"field_{key}"
 
 
 def with_fields(body: dict[str, Any], fields: dict[str, float]) -> dict[str, Any]:

@@ -76,7 +76,6 @@ class Bm25Servicer(StoreServicerMixin, bm25_pb2_grpc.Bm25ServiceServicer):
             ],
         )
 
-
     async def Correct(self, request: bm25_pb2.CorrectRequest, context) -> bm25_pb2.CorrectResponse:
         try:
             collection = check_collection(request.collection)

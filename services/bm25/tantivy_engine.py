@@ -38,6 +38,7 @@ from pathlib import Path
 import tantivy
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
+from hybridsearch.bm25.engine import field_name
 from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.stores import EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, stored_documents
@@ -49,11 +50,6 @@ TANTIVY_K1, TANTIVY_B = 1.2, 0.75  # fixed in tantivy's Bm25Weight
 LUCENE7_FACTOR = TANTIVY_K1 + 1  # tantivy keeps the (k1 + 1) numerator Lucene 8 dropped
 WRITER_HEAP = 64_000_000  # bytes buffered before the writer flushes a segment on its own
 MAX_HITS_PER_DOC = 100_000  # a document's chunks looked up by doc_id term (far above any real chunk count)
-
-
-def field_name(key: str) -> str:
-    """The index field of a declared text field (metadata key)."""
-    return f"field_{key}"
 
 
 def _schema(fields: list[str]) -> tantivy.Schema:

@@ -8,7 +8,6 @@ Try it: `HYBRIDSEARCH_FUSION__BM25_WEIGHT=0.1 make test-quality` starves the BM2
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,8 +33,8 @@ def gate_env():
     if not (REPO / "var" / "gate" / "cache").exists():
         (REPO / "var" / "gate").mkdir(parents=True, exist_ok=True)
         (REPO / "var" / "gate" / "cache").symlink_to(REPO / "var" / "cache", target_is_directory=True)
-    with running_stack(env):
-        yield {**os.environ, **env}
+    with running_stack(env) as stack:
+        yield stack.test_env  # the stack's environment, its ports moved by HYBRIDSEARCH_TEST_PORT_SHIFT
 
 
 # A fresh machine embeds each corpus once (cacm: 3,204 documents), well past the suite's 300 s default.
