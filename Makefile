@@ -76,6 +76,18 @@ certs: $(STAMP)
 loadtest: $(STAMP)
 	$(BIN)/hybridsearch loadtest $(or $(LOADTEST_ARGS),ramp --scenario fast)
 
+# The contract's discipline: buf lint, and buf breaking (FILE rules) against the commit clients last
+# compiled against: main's previous commit on main (CI), main itself on any other branch. buf comes from
+# npm (protos/tools/buf.sh). A breaking change that is meant: say so in the commit, bump the package (v2).
+PROTO_BASE ?= $(shell [ "$$(git rev-parse --abbrev-ref HEAD 2>/dev/null)" = main ] && echo HEAD~1 || echo main)
+.PHONY: proto-check
+proto-check:
+	cd protos && tools/buf.sh lint
+	@if git rev-parse -q --verify "$(PROTO_BASE)^{commit}" >/dev/null; then \
+	  echo "buf breaking against $(PROTO_BASE) ($$(git rev-parse --short $(PROTO_BASE)))"; \
+	  cd protos && tools/buf.sh breaking --against "$$(git rev-parse --path-format=absolute --git-common-dir)#ref=$$(git rev-parse $(PROTO_BASE)),subdir=protos"; \
+	else echo "proto-check: no commit $(PROTO_BASE) in this clone (shallow?): the breaking check did not run"; fi
+
 test: install llm mpnet
 	$(BIN)/python -m pytest -q tests --ignore=tests/faults
 

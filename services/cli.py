@@ -96,34 +96,64 @@ def _read(path: Path):
     return read_documents(path)
 
 
+def parse_filters(values: list[str]) -> dict:
+    """`--filter field=value` (repeat a field for any of its values) and `--filter field!=value`."""
+    from hybridsearch.client import Not
+
+    equals: dict[str, list[str]] = {}
+    filters: dict = {}
+    for item in values:
+        negated = "!=" in item
+        field, sep, value = item.partition("!=" if negated else "=")
+        if not sep or not field:
+            raise typer.BadParameter(f"{item!r}: expected field=value or field!=value", param_hint="--filter")
+        if negated:
+            filters[field] = Not(value)
+        else:
+            equals.setdefault(field, []).append(value)
+    filters.update({f: v[0] if len(v) == 1 else v for f, v in equals.items()})
+    return filters
+
+
 @app.command()
 def query(
     text: Annotated[str, typer.Argument()],
-    collection: Annotated[str, typer.Option("--collection", "-c")] = "default",
+    collection: Annotated[Optional[list[str]], typer.Option("--collection", "-c", help="repeat to search several collections")] = None,
     mode: Annotated[Optional[str], typer.Option(help="bm25 | vector | hybrid (default hybrid)")] = None,
     effort: Annotated[Optional[str], typer.Option(help="fast | balanced | thorough (default balanced)")] = None,
     n: Annotated[int, typer.Option("-n", help="number of results")] = 10,
+    expand: Annotated[Optional[bool], typer.Option("--expand/--no-expand", help="query expansion (default: effort decides)")] = None,
+    rerank: Annotated[Optional[bool], typer.Option("--rerank/--no-rerank", help="the reranker (default: effort decides)")] = None,
+    min_score: Annotated[float, typer.Option(help="drop hits scoring below this (0-1)")] = 0.0,
+    offset: Annotated[int, typer.Option(help="skip this many hits")] = 0,
+    page_token: Annotated[Optional[str], typer.Option(help="the next page of an earlier answer (its next_page_token)")] = None,
+    filter_: Annotated[Optional[list[str]], typer.Option("--filter", help="field=value or field!=value; repeat")] = None,
     explain: bool = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     fuzzy: Annotated[Optional[bool], typer.Option("--fuzzy/--no-fuzzy",
-                     help="typo tolerance in the BM25 leg (default: the collection's setting)")] = None,
+                     help="typo tolerance: fuzzy and prefix terms, a corrected query for the vector leg "
+                          "(default: the collection's setting)")] = None,
 ):
-    """Search a collection through the gateway."""
-    from hybridsearch.client import EFFORTS, MODES
-    from hybridsearch.v1 import search_pb2
+    """Search one or more collections through the gateway."""
+    from hybridsearch.client import HybridSearchError, search_request
 
-    request = search_pb2.SearchRequest(query=text, collection=collection, top_k=n, explain=explain)
+    collections = collection or ["default"]
+    options = {"collections": collections} if len(collections) > 1 else {"collection": collections[0]}
+    try:
+        request = search_request(text, top_k=n, mode=mode, effort=effort, rerank=rerank, min_score=min_score,
+                                 offset=offset, explain=explain, filters=parse_filters(filter_ or []), **options)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+    if expand is not None:
+        request.expand = expand
     if fuzzy is not None:
         request.fuzzy = fuzzy
-    if mode:
-        request.mode = MODES[mode.lower()]
-    if effort:
-        request.effort = EFFORTS[effort.lower()]
-    import grpc
-
+    if page_token:
+        request.page_token = page_token
     try:
-        response = _gateway().search(request)
-    except grpc.RpcError as err:
+        with _gateway() as client:
+            response = client.search(request)
+    except HybridSearchError as err:
         console.print(f"[red]{err.code().name}[/]: {err.details()}")
         raise typer.Exit(2) from None
     if as_json:
@@ -132,34 +162,50 @@ def query(
         print_response(text, response)
 
 
+def highlighted(snippet: str, highlights) -> str:
+    """The snippet as rich markup, each highlight in bold yellow (offsets from the gateway)."""
+    from rich.markup import escape
+
+    out, last = [], 0
+    for h in highlights:
+        out += [escape(snippet[last:h.start]), f"[bold yellow]{escape(snippet[h.start:h.end])}[/]"]
+        last = h.end
+    out.append(escape(snippet[last:]))
+    return "".join(out)
+
+
 def print_response(text: str, response) -> None:
+    from hybridsearch.client import explain_lines
     from hybridsearch.v1 import common_pb2, search_pb2
 
     out = Console(soft_wrap=True)
-    out.print(f"[bold]{text}[/]  ({response.took_ms:.0f} ms, {response.total_candidates} candidates"
-              f"{', DEGRADED' if response.degraded else ''})")
-    for leg in response.legs:
-        out.print(f"  {leg.name:<10} {search_pb2.LegState.Name(leg.state).removeprefix('LEG_STATE_'):<8} {leg.reason}")
-    for notice in response.notices:
-        out.print(f"  [yellow]notice[/]: {notice}")
+    counts = f", {response.counts.line}" if response.counts.line else f", {response.total_candidates} candidates"
+    out.print(f"[bold]{text}[/]  ({response.took_ms:.0f} ms{counts}{', DEGRADED' if response.degraded else ''})")
     for i, hit in enumerate(response.hits, 1):
         legs = ", ".join(f"{common_pb2.Leg.Name(l.leg).removeprefix('LEG_').lower()}/"
                          f"{common_pb2.QueryKind.Name(l.kind).removeprefix('QUERY_KIND_').lower()}#{l.rank}" for l in hit.legs[:4])
-        out.print(f"{i:>2}. [bold]{hit.score:.3f}[/] {hit.doc_id}  [cyan]{hit.title}[/]"
+        where = f"{hit.collection}:" if hit.collection else ""
+        out.print(f"{i:>2}. [bold]{hit.score:.3f}[/] {where}{hit.doc_id}  [cyan]{hit.title}[/]"
                   f"  (fusion {hit.fusion_score:.3f}{f', rerank {hit.rerank_score:.3f}' if hit.reranked else ''}; {legs})")
-        out.print(f"    {hit.snippet[:200]}")
+        out.print(f"    {highlighted(hit.snippet, hit.highlights)}")
+    if response.tag_counts:
+        out.print("tags: " + ", ".join(f"{tag} {n}" for tag, n in response.tag_counts.items()))
+    if response.next_page_token:
+        out.print(f"next page: --page-token {response.next_page_token}")
     if response.HasField("explain"):
-        e = response.explain
         out.print("[bold]explain[/]")
-        out.print(f"  expansion ({e.expansion_generator}{', cached' if e.expansion_cache_hit else ''}): "
-                  f"lexical={list(e.lexical_variants)} semantic={list(e.semantic_variants)} hyde={e.hyde[:80]!r}")
-        for rl in e.leg_lists:
-            out.print(f"  list {common_pb2.Leg.Name(rl.leg)} {common_pb2.QueryKind.Name(rl.kind)} w={rl.weight:.2f}: "
-                      f"{[h.doc_id for h in rl.hits[:5]]}")
+        for line in explain_lines(response):
+            out.print(f"  {line}")
+        e = response.explain
         out.print(f"  fusion order: {list(e.fusion_order[:10])}")
+        for b in e.boosts[:20]:
+            out.print(f"  boost {search_pb2.BoostStage.Name(b.stage).removeprefix('BOOST_STAGE_').lower()}: "
+                      f"{b.doc_id} {b.field}={b.value} x{b.factor:.2f}")
         if e.rerank_scores:
             out.print(f"  rerank scores: { {k: round(v, 3) for k, v in list(e.rerank_scores.items())[:10]} }")
-        out.print("  timings: " + ", ".join(f"{t.stage} {t.ms:.1f} ms" for t in e.timings))
+    else:
+        for line in explain_lines(response):
+            out.print(f"  {line}")
 
 
 @app.command()

@@ -31,8 +31,12 @@ STACK_ENV = {
     # Metrics endpoints are tested in tests/observability on ports of their own; off here, so test
     # stacks never take 9464.. from a `make run` on the same machine.
     "HYBRIDSEARCH_METRICS_PORT": "0",
-    # Collections with declarations of their own (common/collections.py), for the stack tests of each feature.
+    # Collections that declare features (tests/gateway/legs/test_tag.py, tests/gateway/test_boosts.py);
+    # every other collection keeps the defaults, which change nothing.
     "HYBRIDSEARCH_COLLECTIONS": json.dumps({
+        "tagged": {"tag_leg": True, "tags_field": "topics"},
+        "boosted": {"boosts": [{"field": "type", "value": "decision", "fusion": 1.3, "rerank": 1.25},
+                               {"field": "status", "value": "done", "fusion": 0.6, "rerank": 0.7}]},
         "code-fields": {"fields": {"summary": 2.0, "name": 1.5, "path": 0.5}},  # CodeRAG's field boosts
         "typo-default": {"fuzzy": True},
     }),

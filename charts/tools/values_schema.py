@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from hybridsearch.common.collections import CollectionConfig
 from hybridsearch.common.config import Settings
 from hybridsearch.common.validation import COLLECTION_NAME
 
@@ -42,6 +43,8 @@ CHART_MANAGED = {
     "tls": "tls.* values and their Secrets",
     "auth": "auth.* values and their Secret",
     "api_key": "what a client sends, never a server setting",
+    "collections": "values.collections (HYBRIDSEARCH_COLLECTIONS, JSON)",
+    "collections_file": "values.collections",
 }
 
 # Closed sets and ranges the settings' types do not carry.
@@ -95,6 +98,16 @@ def config_schema() -> dict:
         return {"type": "object", "additionalProperties": False, "properties": props}
 
     return close(schema, "")
+
+
+def collections_schema() -> dict:
+    """values.collections: collection name -> CollectionConfig (services/common/collections.py)."""
+    full = CollectionConfig.model_json_schema(mode="validation")
+    config = resolve(full, full.get("$defs", {}))
+    config.pop("$defs", None)
+    config["additionalProperties"] = False
+    return {"type": "object", "propertyNames": {"pattern": f"^{COLLECTION_NAME.pattern}$"},
+            "additionalProperties": config}
 
 
 def obj(properties: dict, required: list[str] | None = None, **extra) -> dict:
@@ -211,6 +224,7 @@ def chart_schema() -> dict:
         "podSecurityContext": {"type": "object"},
         "securityContext": {"type": "object"},
         "config": config_schema(),
+        "collections": collections_schema(),
         "env": {"$ref": "#/definitions/envMap"},
         "envFrom": {"type": "array", "items": {"type": "object"}},
         "tls": obj(

@@ -25,7 +25,9 @@ import numpy as np
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
-from hybridsearch.common.stores import EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, stored_documents
+from hybridsearch.common.stores import (
+    EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, picked_metadata, stored_documents,
+)
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.validation import matches_filters
 from hybridsearch.v1 import common_pb2
@@ -172,7 +174,8 @@ class _Collection:
                 self.dirty = True
         return docs, chunks
 
-    def search(self, queries: list[str], limit: int, filters, fuzzy: bool = False) -> list[list[common_pb2.LegHit]]:
+    def search(self, queries: list[str], limit: int, filters, metadata_fields=(),
+               fuzzy: bool = False) -> list[list[common_pb2.LegHit]]:
         index = self.snapshot()
         if index.flat is None:
             return [[] for _ in queries]
@@ -204,6 +207,7 @@ class _Collection:
                     common_pb2.LegHit(
                         chunk_id=index.chunk_ids[i], doc_id=index.doc_ids[i], score=float(scores[i]),
                         rank=r + 1, title=index.titles[i], text=index.texts[i],
+                        metadata=picked_metadata(index.metadata[i], metadata_fields),
                     )
                     for r, i in enumerate(top)
                 ]
@@ -299,10 +303,11 @@ class EmbeddedBm25Engine:
             return 0, 0
         return await asyncio.to_thread(self._collection(collection).delete, doc_ids)
 
-    async def search(self, collection, queries, limit, filters, fuzzy=False):
+    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False):
         if not self._exists(collection):
             return [[] for _ in queries]
-        return await asyncio.to_thread(self._collection(collection).search, queries, limit, filters, fuzzy)
+        return await asyncio.to_thread(self._collection(collection).search, queries, limit, filters, metadata_fields,
+                                       fuzzy)
 
     async def correct(self, collection, query):
         if not self._exists(collection):

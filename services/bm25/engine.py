@@ -30,10 +30,11 @@ class LexicalEngine(Protocol):
         queries: list[str],
         limit: int,
         filters: list[common_pb2.MetadataFilter],
+        metadata_fields: tuple[str, ...] = (),
         fuzzy: bool = False,
     ) -> list[list[common_pb2.LegHit]]:
-        """One ranked list (best first, rank 1-based) per query. `fuzzy`: typo tolerance (prefix and fuzzy
-        terms, bounded and weighted below exact matches)."""
+        """One ranked list (best first, rank 1-based) per query; hits carry the `metadata_fields` they have.
+        `fuzzy`: typo tolerance (prefix and fuzzy terms, bounded and weighted below exact matches)."""
         ...
 
     async def correct(self, collection: str, query: str) -> str:

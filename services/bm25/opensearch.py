@@ -55,6 +55,7 @@ from hybridsearch.common.stores import (
     UpsertResult,
     chunk_from_payload,
     chunks_by_document,
+    picked_metadata,
     stored_documents,
 )
 from hybridsearch.v1 import common_pb2
@@ -410,7 +411,7 @@ class OpenSearchBm25Engine:
                                  "boost": FUZZY_WEIGHT}}
         return {"bool": {"should": [exact, typos]}}
 
-    async def search(self, collection, queries, limit, filters, fuzzy=False):
+    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False):
         if not await self._exists(collection):
             return [[] for _ in queries]
         index = self.index(collection)
@@ -422,8 +423,9 @@ class OpenSearchBm25Engine:
                 "size": limit,
                 "timeout": self.search_timeout,
                 "track_total_hits": False,
-                "_source": ["doc_id", "title", "text"],
-                "query": {"bool": {"must": [self._text_query(text, collection, fuzzy)], "filter": must, "must_not": must_not}},
+                "_source": ["doc_id", "title", "text", *(f"meta.{f}" for f in metadata_fields)],
+                "query": {"bool": {"must": [self._text_query(text, collection, fuzzy)], "filter": must,
+                                   "must_not": must_not}},
             })
         scale = await self.score_scale()
         response = await self._call("msearch", lambda: self.client.msearch(body=lines))
@@ -436,7 +438,8 @@ class OpenSearchBm25Engine:
             hits = check_search_response(item)["hits"]["hits"]
             lists.append([
                 common_pb2.LegHit(chunk_id=h["_id"], doc_id=h["_source"]["doc_id"], score=float(h["_score"]) * scale,
-                                  rank=rank, title=h["_source"].get("title", ""), text=h["_source"].get("text", ""))
+                                  rank=rank, title=h["_source"].get("title", ""), text=h["_source"].get("text", ""),
+                                  metadata=picked_metadata(h["_source"].get("meta", {}), metadata_fields))
                 for rank, h in enumerate(hits, start=1)
             ])
         return lists

@@ -57,7 +57,7 @@ class Bm25Servicer(StoreServicerMixin, bm25_pb2_grpc.Bm25ServiceServicer):
     def __init__(self, engine: LexicalEngine) -> None:
         self.engine = engine
 
-    async def Search(self, request, context):
+    async def Search(self, request: common_pb2.LegSearchRequest, context) -> common_pb2.LegSearchResponse:
         try:
             collection, filters = check_leg_search(request)
         except InvalidArgument as err:
@@ -65,7 +65,7 @@ class Bm25Servicer(StoreServicerMixin, bm25_pb2_grpc.Bm25ServiceServicer):
         started = time.perf_counter()
         try:
             lists = await self.engine.search(collection, [q.text for q in request.queries], request.limit, filters,
-                                             fuzzy=request.fuzzy)
+                                             tuple(request.metadata_fields), fuzzy=request.fuzzy)
         except EngineUnavailable as err:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
         return common_pb2.LegSearchResponse(

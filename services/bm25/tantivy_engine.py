@@ -41,7 +41,9 @@ from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.bm25.engine import field_name
 from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
 from hybridsearch.common.chunking import indexed_text
-from hybridsearch.common.stores import EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, stored_documents
+from hybridsearch.common.stores import (
+    EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, picked_metadata, stored_documents,
+)
 from hybridsearch.v1 import common_pb2
 
 log = logging.getLogger(__name__)
@@ -141,7 +143,8 @@ class _Collection:
                 clauses.append((tantivy.Occur.MustNot, self._term("meta", meta_term(f.field, f.not_equals))))
         return clauses
 
-    def search(self, queries: list[str], limit: int, filters, fuzzy: bool = False) -> list[list[common_pb2.LegHit]]:
+    def search(self, queries: list[str], limit: int, filters, metadata_fields=(),
+               fuzzy: bool = False) -> list[list[common_pb2.LegHit]]:
         searcher = self.index.searcher()
         restrict = self._filter(filters)
         lists = []
@@ -157,7 +160,8 @@ class _Collection:
             for rank, (score, addr) in enumerate(result.hits, 1):
                 p = json.loads(bytes(searcher.doc(addr)["payload"][0]))
                 hits.append(common_pb2.LegHit(chunk_id=p["chunk_id"], doc_id=p["doc_id"], score=score / LUCENE7_FACTOR,
-                                              rank=rank, title=p["title"], text=p["text"]))
+                                              rank=rank, title=p["title"], text=p["text"],
+                                              metadata=picked_metadata(p.get("metadata", {}), metadata_fields)))
             lists.append(hits)
         return lists
 
@@ -290,10 +294,11 @@ class TantivyBm25Engine:
             return 0, 0
         return await asyncio.to_thread(lambda: self._collection(collection).delete(doc_ids))
 
-    async def search(self, collection, queries, limit, filters, fuzzy=False):
+    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False):
         if not self._exists(collection):
             return [[] for _ in queries]
-        return await asyncio.to_thread(lambda: self._collection(collection).search(queries, limit, filters, fuzzy))
+        return await asyncio.to_thread(lambda: self._collection(collection).search(queries, limit, filters,
+                                                                                   metadata_fields, fuzzy))
 
     async def correct(self, collection, query):
         if not self._exists(collection):

@@ -69,17 +69,25 @@ def gateway_channel(address: str, options: Sequence = CHANNEL_OPTIONS, key: str 
     return grpc.intercept_channel(channel, SyncKeyMetadata(metadata)) if metadata else channel
 
 
-class KeyMetadata(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.StreamUnaryClientInterceptor):
-    """Adds the API key's metadata to every call of an asyncio channel."""
-
+class _KeyMetadata:
     def __init__(self, metadata: Metadata) -> None:
         self.metadata = metadata
 
     def _with_key(self, details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
         return details._replace(metadata=grpc.aio.Metadata(*(details.metadata or ()), *self.metadata))
 
+
+# One class per call kind: grpc.aio files an interceptor under the FIRST kind it implements only (an
+# `elif` chain in grpc.aio.Channel), so one class for both would leave client streams without the key.
+class UnaryKeyMetadata(_KeyMetadata, grpc.aio.UnaryUnaryClientInterceptor):
+    """Adds the API key's metadata to every unary call of an asyncio channel."""
+
     async def intercept_unary_unary(self, continuation, client_call_details, request):
         return await continuation(self._with_key(client_call_details), request)
+
+
+class StreamKeyMetadata(_KeyMetadata, grpc.aio.StreamUnaryClientInterceptor):
+    """Adds the API key's metadata to every client-streaming call of an asyncio channel."""
 
     async def intercept_stream_unary(self, continuation, client_call_details, request_iterator):
         return await continuation(self._with_key(client_call_details), request_iterator)
@@ -90,7 +98,7 @@ def aio_gateway_channel(address: str, options: Sequence = CHANNEL_OPTIONS, key: 
     """An asyncio channel to the gateway whose every call carries the API key."""
     settings = settings or get_settings()
     metadata = key_metadata(key or api_key(settings))
-    return aio_channel(address, settings, options, interceptors=[KeyMetadata(metadata)] if metadata else None,
+    return aio_channel(address, settings, options, interceptors=[UnaryKeyMetadata(metadata), StreamKeyMetadata(metadata)] if metadata else None,
                        internal=False)
 
 

@@ -169,8 +169,11 @@ class FusionSettings(BaseModel):
     # Leg weights of the score-based methods (linear, zscore, dbsf); 0.4/0.6 is the RAG service's min-max.
     bm25_weight: float = 0.5
     vector_weight: float = 0.5
+    # The tag leg's list (collections with tag_leg only): as one more leg beside the other two.
+    tag_weight: float = 0.5
     rrf_bm25_weight: float = 1.0
     rrf_vector_weight: float = 1.0
+    rrf_tag_weight: float = 1.0
 
 
 class RerankSettings(BaseModel):

@@ -7,6 +7,7 @@ import grpc
 from hybridsearch.common.limits import MAX_CHUNKS_PER_REQUEST, MAX_LEG_LIMIT, MAX_LEG_QUERIES
 from hybridsearch.common.stores import EngineUnavailable
 from hybridsearch.common.validation import (
+    FIELD_NAME,
     InvalidArgument,
     abort_invalid,
     check_collection,
@@ -16,6 +17,8 @@ from hybridsearch.common.validation import (
     check_metadata,
 )
 from hybridsearch.v1 import common_pb2
+
+MAX_METADATA_FIELDS = 16  # metadata keys a leg search may ask back with its hits (a collection's boosts)
 
 LIST_PAGE = 5000  # documents per ListDocuments page (~80 bytes each)
 
@@ -30,6 +33,11 @@ def check_leg_search(request: common_pb2.LegSearchRequest) -> tuple[str, list[co
         raise InvalidArgument(f"limit must be 1-{MAX_LEG_LIMIT}, got {request.limit}")
     if not 0 <= request.feedback_docs <= 50:
         raise InvalidArgument("feedback_docs must be 0-50")
+    if len(request.metadata_fields) > MAX_METADATA_FIELDS:
+        raise InvalidArgument(f"at most {MAX_METADATA_FIELDS} metadata_fields, got {len(request.metadata_fields)}")
+    for i, name in enumerate(request.metadata_fields):
+        if not FIELD_NAME.fullmatch(name):
+            raise InvalidArgument(f"metadata_fields[{i}] {name[:80]!r} is not a metadata key ([A-Za-z0-9_-]{{1,64}})")
     return collection, filters
 
 

@@ -66,3 +66,9 @@ def chunk_from_payload(p: dict) -> common_pb2.Chunk:
         heading=p.get("heading", ""), text=p.get("text", ""), metadata=p.get("metadata", p.get("meta")) or {},
         content_hash=p.get("content_hash", ""), written_at_ms=int(p.get("written_at_ms", 0) or 0),
     )
+
+
+def picked_metadata(meta: dict, fields) -> dict[str, str]:
+    """The metadata keys a leg request asked for (LegSearchRequest.metadata_fields) that a hit has: what
+    the gateway's metadata boosts read, and nothing more (hits stay small)."""
+    return {f: str(meta[f]) for f in fields if f in meta}

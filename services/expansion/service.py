@@ -13,6 +13,7 @@ import grpc
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.common.config import ExpansionSettings, Settings, get_settings
+from hybridsearch.common.effort import Expansion, effort_policy
 from hybridsearch.common.server import internal_channel, serve
 from hybridsearch.common.telemetry import tracer
 from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection, check_filters
@@ -41,11 +42,11 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
         self.tracer = tracer(__name__)
 
     def _generator(self, effort: int) -> str:
-        if self.llm is not None and effort == common_pb2.EFFORT_THOROUGH:
+        if self.llm is not None and effort_policy(effort).expansion is Expansion.LLM:
             return f"llm:{self.cfg.llm_model}"
         return "prf"
 
-    async def Expand(self, request, context):
+    async def Expand(self, request: expansion_pb2.ExpandRequest, context) -> expansion_pb2.ExpandResponse:
         try:
             if not request.query.strip():
                 raise InvalidArgument("query is empty")
@@ -53,11 +54,14 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
                 raise InvalidArgument(f"query is longer than {MAX_QUERY_CHARS} characters")
             collection = check_collection(request.collection)
             filters = check_filters(request.filters)
+            if request.effort not in common_pb2.Effort.values():
+                raise InvalidArgument(f"unknown effort {request.effort}")
         except InvalidArgument as err:
             await abort_invalid(context, err)
 
-        if request.effort == common_pb2.EFFORT_FAST:
-            return expansion_pb2.ExpandResponse(skipped=True, skip_reason="fast effort", generator="none",
+        policy = effort_policy(request.effort)
+        if not policy.expands:
+            return expansion_pb2.ExpandResponse(skipped=True, skip_reason=f"{policy.name} effort", generator="none",
                                                 cache_available=self.cache.available)
         reason = strong_signal(request.query)
         if reason:
@@ -65,7 +69,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
                                                 cache_available=self.cache.available)
 
         generator = self._generator(request.effort)
-        if generator == "prf" and request.effort == common_pb2.EFFORT_BALANCED and not self.cfg.prf_in_balanced:
+        if generator == "prf" and policy.prf_only_if_configured and not self.cfg.prf_in_balanced:
             # Measured in docs/quality.md: feedback variants do not help on every collection.
             return expansion_pb2.ExpandResponse(skipped=True, skip_reason="no LLM; feedback expansion is off in BALANCED",
                                                 generator="none", cache_available=self.cache.available)

@@ -1,6 +1,6 @@
 """Rank fusion, usable on its own (no gRPC): weighted RRF, min-max or z-score linear combination, DBSF.
 
-Input: ranked lists of (doc_id, chunk_id, score), each tagged with the leg (bm25/vector) and the
+Input: ranked lists of (doc_id, chunk_id, score), each tagged with the leg (its proto `Leg` value) and the
 query kind (original, variant, HyDE, feedback) that produced it. Chunks are first collapsed to the
 best chunk per document in every list, so a long document does not vote several times.
 """
@@ -10,6 +10,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import Enum
+
+from hybridsearch.v1 import common_pb2
+
+# The legs whose original lists earn RRF's top-rank bonus when both put a document in their head.
+BONUS_LEGS = (common_pb2.LEG_BM25, common_pb2.LEG_VECTOR)
 
 
 class FusionMethod(str, Enum):
@@ -36,7 +41,7 @@ class Item:
 
 @dataclass
 class Ranking:
-    leg: str  # "bm25" | "vector"
+    leg: int  # common_pb2.Leg
     items: list[Item]
     kind: QueryKind = QueryKind.ORIGINAL
     weight: float | None = None  # None: the configured weight of `kind`
@@ -53,9 +58,11 @@ class FusionParams:
     top_rank_window: int = 5
     bm25_weight: float = 0.4
     vector_weight: float = 0.6
+    tag_weight: float = 0.5
     # RRF per-leg weights (multiply the per-kind weight); 1/1 is GNO's and CodeRAG's plain RRF.
     rrf_bm25_weight: float = 1.0
     rrf_vector_weight: float = 1.0
+    rrf_tag_weight: float = 1.0
 
     def kind_weight(self, kind: QueryKind) -> float:
         return {
@@ -66,15 +73,21 @@ class FusionParams:
             QueryKind.FEEDBACK: self.feedback_weight,
         }[kind]
 
-    def leg_weight(self, leg: str) -> float:
+    def leg_weights(self) -> dict[int, float]:
+        """Each leg's weight under this method, keyed by its common_pb2.Leg value."""
         if self.method is FusionMethod.RRF:
-            return self.rrf_bm25_weight if leg == "bm25" else self.rrf_vector_weight
-        return self.bm25_weight if leg == "bm25" else self.vector_weight
+            return {common_pb2.LEG_BM25: self.rrf_bm25_weight, common_pb2.LEG_VECTOR: self.rrf_vector_weight,
+                    common_pb2.LEG_TAG: self.rrf_tag_weight}
+        return {common_pb2.LEG_BM25: self.bm25_weight, common_pb2.LEG_VECTOR: self.vector_weight,
+                common_pb2.LEG_TAG: self.tag_weight}
+
+    def leg_weight(self, leg: int) -> float:
+        return self.leg_weights().get(leg, 1.0)
 
 
 @dataclass
 class Evidence:
-    leg: str
+    leg: int
     kind: QueryKind
     rank: int  # 1-based, among documents of that list
     score: float
@@ -139,7 +152,7 @@ def fuse(rankings: list[Ranking], params: FusionParams | None = None, limit: int
     params = params or FusionParams()
     fused: dict[str, Fused] = {}
     best_contribution: dict[str, float] = {}
-    top_original: dict[str, set[str]] = {"bm25": set(), "vector": set()}
+    top_original: dict[int, set[str]] = {leg: set() for leg in BONUS_LEGS}
 
     for ranking in rankings:
         items = best_chunk_per_document(ranking.items)
@@ -165,7 +178,7 @@ def fuse(rankings: list[Ranking], params: FusionParams | None = None, limit: int
                 entry.chunk_id = it.chunk_id
 
     if params.method is FusionMethod.RRF and params.top_rank_bonus:
-        for doc_id in top_original["bm25"] & top_original["vector"]:
+        for doc_id in set.intersection(*top_original.values()):
             fused[doc_id].score += params.top_rank_bonus
 
     ordered = sorted(

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from hybridsearch.common.collections import collection_config
+from hybridsearch.common.collections import DEFAULT, CollectionConfig, collection_config
 from hybridsearch.common.config import Settings
+from hybridsearch.common.effort import DEFAULT_EFFORT
 from hybridsearch.common.limits import MAX_QUERY_CHARS
 from hybridsearch.common.validation import InvalidArgument, check_collection, check_filters
 from hybridsearch.fusion.methods import FusionParams
-from hybridsearch.fusion.service import resolve_params
+from hybridsearch.fusion.params import resolve_params
 from hybridsearch.v1 import common_pb2, search_pb2
 
 MAX_TOP_K = 100
@@ -30,14 +31,12 @@ class SearchPlan:
     min_score: float
     explain: bool
     fuzzy: bool  # typo tolerance in the BM25 leg: the request's, else the collection's default
+    config: CollectionConfig = field(default_factory=lambda: DEFAULT)  # what the collection declares (tag leg, boosts)
 
     @property
-    def uses_bm25(self) -> bool:
-        return self.mode in (common_pb2.RETRIEVAL_MODE_BM25, common_pb2.RETRIEVAL_MODE_HYBRID)
-
-    @property
-    def uses_vector(self) -> bool:
-        return self.mode in (common_pb2.RETRIEVAL_MODE_VECTOR, common_pb2.RETRIEVAL_MODE_HYBRID)
+    def metadata_fields(self) -> list[str]:
+        """The metadata keys the collection's boosts read: the legs bring them back with their hits."""
+        return sorted({b.field for b in self.config.boosts})
 
 
 def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> SearchPlan:
@@ -58,17 +57,19 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
     if not 0.0 <= request.min_score <= 1.0:
         raise InvalidArgument(f"min_score must be within [0, 1], got {request.min_score}")
     collection = check_collection(request.collection)
+    config = collection_config(settings, collection)
     return SearchPlan(
         query=query,
         collection=collection,
         top_k=top_k,
         offset=request.offset,
         mode=request.mode or common_pb2.RETRIEVAL_MODE_HYBRID,
-        effort=request.effort or common_pb2.EFFORT_BALANCED,
+        effort=request.effort or DEFAULT_EFFORT,
         filters=check_filters(request.filters),
         fusion=resolve_params(request.fusion, settings.fusion),
         rerank_requested=request.rerank if request.HasField("rerank") else None,
         min_score=request.min_score,
         explain=request.explain,
-        fuzzy=request.fuzzy if request.HasField("fuzzy") else collection_config(settings, collection).fuzzy,
+        fuzzy=request.fuzzy if request.HasField("fuzzy") else config.fuzzy,
+        config=config,
     )

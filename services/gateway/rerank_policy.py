@@ -5,14 +5,16 @@ serves (or why it could not be asked), the rerank settings and how many fused ca
 The order of the rules is the order a reader would check them:
 
   1. asked not to                                   -> skipped
-  2. unset and FAST                                 -> skipped (decided without asking Triton)
+  2. unset and the effort never reranks (FAST)      -> skipped (decided without asking Triton)
   3. the model cannot be asked (Triton down, breaker open):
        a rerank the plan would have run             -> FAILED (the answer is degraded and says so)
        otherwise                                    -> skipped
   4. unset, model untrained, untrained not allowed  -> skipped
-  5. unset, BALANCED, rerank.in_balanced off        -> skipped
+  5. unset, the effort reranks only if configured (BALANCED) and rerank.in_balanced is off -> skipped
   6. fewer fused candidates than rerank.min_candidates -> skipped
-  7. otherwise rerank the head: the pool by device (GPU / CPU) and depth (THOROUGH / the rest)
+  7. otherwise rerank the head: the pool by device (GPU / CPU) and depth (the effort's deep_rerank_pool)
+
+What each effort implies is common.effort's table; this module only reads it.
 """
 
 from __future__ import annotations
@@ -20,9 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hybridsearch.common.config import RerankSettings
-from hybridsearch.v1 import common_pb2, search_pb2
-
-FAST, BALANCED, THOROUGH = common_pb2.EFFORT_FAST, common_pb2.EFFORT_BALANCED, common_pb2.EFFORT_THOROUGH
+from hybridsearch.common.effort import RerankDefault, effort_policy
+from hybridsearch.v1 import search_pb2
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,8 @@ def needs_model(requested: bool | None, effort: int) -> RerankDecision | None:
     """Rules 1-2: a decision the request alone makes (None: the model must be asked)."""
     if requested is False:
         return skipped("not requested")
-    if requested is None and effort == FAST:
-        return skipped("fast effort")
+    if requested is None and effort_policy(effort).rerank is RerankDefault.NEVER:
+        return skipped(f"{effort_policy(effort).name} effort")
     return None
 
 
@@ -62,18 +63,19 @@ def decide_rerank(requested: bool | None, effort: int, cfg: RerankSettings, mode
     """The whole decision; `model` None means it could not be asked (`unavailable` says why)."""
     if (early := needs_model(requested, effort)) is not None:
         return early
+    policy = effort_policy(effort)
     if model is None:
-        would_run = requested or effort == THOROUGH or (effort == BALANCED and cfg.in_balanced)
+        would_run = requested or policy.reranks_unasked(cfg.in_balanced)
         state = search_pb2.LEG_STATE_FAILED if would_run else search_pb2.LEG_STATE_SKIPPED
         return RerankDecision(False, state, f"reranker unavailable: {unavailable}")
     if requested is None and not model.trained and not cfg.allow_untrained:
         return skipped("reranker model is untrained")
-    if requested is None and effort == BALANCED and not cfg.in_balanced:
-        return skipped("off in BALANCED (rerank.in_balanced: see docs/quality.md)")
+    if requested is None and not policy.reranks_unasked(cfg.in_balanced):
+        return skipped(f"off in {policy.name.upper()} (rerank.in_balanced: see docs/quality.md)")
     if model.gpu:
-        pool = cfg.pool_gpu_deep if effort == THOROUGH else cfg.pool_gpu_standard
+        pool = cfg.pool_gpu_deep if policy.deep_rerank_pool else cfg.pool_gpu_standard
     else:
-        pool = cfg.pool_cpu_deep if effort == THOROUGH else cfg.pool_cpu
+        pool = cfg.pool_cpu_deep if policy.deep_rerank_pool else cfg.pool_cpu
     if min(pool, candidates) < cfg.min_candidates:
         return skipped(f"fewer than {cfg.min_candidates} candidates")
     return RerankDecision(True, search_pb2.LEG_STATE_OK, f"{model.name}: {min(pool, candidates)} candidates",

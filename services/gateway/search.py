@@ -1,11 +1,13 @@
 """SearchService: one query's whole path, top to bottom.
 
   1. validate the request into a SearchPlan
-  2. fan out under one deadline: BM25(original) || vector(original) || expansion
-  3. run the variant queries through the legs they are meant for
+  2. fan out under one deadline: every leg of the registry (gateway.legs) the plan uses || expansion
+  3. run the variant queries through the legs that take their kind
   4. fuse every ranked list (fusion service; in-process if it is down)
   5. rerank the head of the fused list on Triton and blend by position
-  6. page, apply min_score, explain
+  6. the collection's metadata boosts (gateway.boosts) on the fused scores before the rerank pool is cut,
+     and on the final scores after rerank
+  7. page, apply min_score, explain
 
 A leg that fails or times out is reported in `legs` and the answer is marked degraded; only when
 no retrieval leg answered at all does the search fail (UNAVAILABLE).
@@ -24,12 +26,17 @@ import grpc
 
 from hybridsearch.common import metrics
 from hybridsearch.common.config import Settings
+from hybridsearch.common.effort import effort_policy
 from hybridsearch.common.telemetry import tracer
 from hybridsearch.common.validation import InvalidArgument, abort_invalid
-from hybridsearch.fusion.service import fuse_proto, params_to_proto
+from hybridsearch.fusion.params import params_to_proto
+from hybridsearch.fusion.service import fuse_proto
 from hybridsearch.gateway.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
+from hybridsearch.gateway.boosts import boost_final, boost_fused
 from hybridsearch.gateway.breakers import Breakers, CircuitOpen
+from hybridsearch.gateway.legs.protocol import RetrievalLeg
+from hybridsearch.gateway.legs.registry import LEGS
 from hybridsearch.gateway.request import SearchPlan, plan_search
 from hybridsearch.gateway.rerank_policy import ModelInfo, decide_rerank, needs_model
 from hybridsearch.reranker.blend import blend
@@ -53,6 +60,8 @@ class Trace:
     expansion: expansion_pb2.ExpandResponse | None = None
     notices: list[str] = field(default_factory=list)
     reranker_model: str = ""
+    fusion_applied: fusion_pb2.FusionConfig | None = None  # what the fusion service says it applied
+    boosts: list[search_pb2.AppliedBoost] = field(default_factory=list)  # metadata boosts that applied
     degraded: bool = False
     _hits: dict[str, common_pb2.LegHit] | None = None
 
@@ -184,13 +193,13 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         with self.tracer.start_as_current_span(f"gateway.{leg}") as span, metrics.LEG_DURATION.labels(leg=leg).time():
             yield span
 
-    async def Search(self, request, context):
+    async def Search(self, request: search_pb2.SearchRequest, context) -> search_pb2.SearchResponse:
         try:
             plan = plan_search(request, self.settings)
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        budget = (self.settings.thorough_deadline_s if plan.effort == common_pb2.EFFORT_THOROUGH
-                  else self.settings.search_deadline_s)
+        budget = effort_policy(plan.effort).deadline_s(self.settings.search_deadline_s,
+                                                       self.settings.thorough_deadline_s)
         remaining = context.time_remaining()
         deadline = Deadline(min(budget, remaining or budget))
         trace = Trace()
@@ -226,54 +235,42 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
     async def _search(self, plan: SearchPlan, deadline: Deadline, trace: Trace) -> search_pb2.SearchResponse | None:
         depth = self.settings.leg_depth
         originals = [common_pb2.LegQuery(text=plan.query, kind=common_pb2.QUERY_KIND_ORIGINAL)]
+        used = [leg for leg in LEGS.values() if leg.used_by(plan)]
 
-        # Stage 1: both legs and expansion at once.
+        # Stage 1: every leg the plan uses and expansion at once.
         t = time.perf_counter()
         stragglers = (Stragglers(self.resilience.straggler_grace_s, self.resilience.straggler_factor)
-                      if plan.uses_bm25 and plan.uses_vector else None)
-        bm25_task = (self._leg("bm25", plan, originals, depth, deadline, trace, stragglers=stragglers)
-                     if plan.uses_bm25 else None)
-        # Rocchio feedback is query-side expansion too: FAST runs the bare legs.
-        feedback = 0 if plan.effort == common_pb2.EFFORT_FAST else self.settings.vector.feedback_docs
-        vector_task = (
-            self._leg("vector", plan, originals, depth, deadline, trace, feedback=feedback, stragglers=stragglers)
-            if plan.uses_vector else None
-        )
-        expand_task = self._expand(plan, deadline, trace)
+                      if len(used) > 1 else None)
+        calls = [self._leg(leg, plan, originals, depth, deadline, trace, stragglers=stragglers) for leg in used]
         try:
-            await asyncio.gather(*(x for x in (bm25_task, vector_task, expand_task) if x is not None))
+            await asyncio.gather(*calls, self._expand(plan, deadline, trace))
         finally:
             if stragglers is not None:
                 stragglers.close()
         trace.timed("retrieve+expand", t)
-        if not plan.uses_bm25:
-            trace.leg("bm25", SKIPPED, "mode")
-        if not plan.uses_vector:
-            trace.leg("vector", SKIPPED, "mode")
+        for leg in LEGS.values():
+            if leg not in used:
+                trace.leg(leg.name, SKIPPED, leg.off)
 
         # Stage 2: variants through the legs they were written for.
-        expansion = trace.expansion
+        variants = _variant_queries(trace.expansion)
         variant_calls = []
-        if expansion is not None and not expansion.skipped:
-            lexical = [common_pb2.LegQuery(text=v, kind=common_pb2.QUERY_KIND_LEXICAL_VARIANT) for v in expansion.lexical_variants]
-            semantic = [common_pb2.LegQuery(text=v, kind=common_pb2.QUERY_KIND_SEMANTIC_VARIANT) for v in expansion.semantic_variants]
-            if expansion.hyde:
-                semantic.append(common_pb2.LegQuery(text=expansion.hyde, kind=common_pb2.QUERY_KIND_HYDE))
-            if lexical and plan.uses_bm25 and trace.legs["bm25"].state == OK:
-                variant_calls.append(self._leg("bm25", plan, lexical, depth, deadline, trace, variants=True))
-            if semantic and plan.uses_vector and trace.legs["vector"].state == OK:
-                variant_calls.append(self._leg("vector", plan, semantic, depth, deadline, trace, variants=True))
+        for leg in used:
+            queries = [q for q in variants if q.kind in leg.kinds]
+            if queries and trace.legs[leg.name].state == OK:
+                variant_calls.append(self._leg(leg, plan, queries, depth, deadline, trace, variants=True))
         if variant_calls:
             t = time.perf_counter()
             await asyncio.gather(*variant_calls)
             trace.timed("variants", t)
 
-        if not any(s.state == OK for name, s in trace.legs.items() if name in ("bm25", "vector")):
+        if not any(trace.legs[leg.name].state == OK for leg in LEGS.values()):
             return None
 
         # Stage 3: fusion.
         t = time.perf_counter()
         fused = await self._fuse(plan, deadline, trace)
+        fused, trace.boosts = boost_fused(fused, lambda chunk_id: trace.hit(chunk_id).metadata, plan.config.boosts)
         trace.timed("fusion", t)
 
         # Stage 4: rerank the head, blend by position.
@@ -284,18 +281,17 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         # Stage 5: page and build the answer.
         return self._respond(plan, fused, reranked, trace)
 
-    async def _leg(self, name, plan, queries, depth, deadline, trace, *, variants=False, feedback=0, stragglers=None):
-        stub = self.backends.bm25 if name == "bm25" else self.backends.vector
-        request = common_pb2.LegSearchRequest(
-            collection=plan.collection, queries=queries, limit=depth, filters=plan.filters, feedback_docs=feedback,
-            fuzzy=plan.fuzzy,
-        )
+    async def _leg(self, leg: RetrievalLeg, plan, queries, depth, deadline, trace, *, variants=False, stragglers=None):
+        base = common_pb2.LegSearchRequest(collection=plan.collection, queries=queries, limit=depth, filters=plan.filters,
+                                           metadata_fields=plan.metadata_fields)
+        request = leg.request(base, plan, self.settings)
+        name = leg.name
         stage = f"{name}{'.variants' if variants else ''}"
         called = time.perf_counter()
         with self._observed(stage):
             try:
-                async with self.breakers.guard(name):
-                    call = stub.Search(request, timeout=min(deadline.left(), self.resilience.leg_timeout_s))
+                async with self.breakers.guard(leg.part):
+                    call = leg.call(self.backends, request, min(deadline.left(), self.resilience.leg_timeout_s))
                     response = await (stragglers.call(call) if stragglers is not None else call)
             except CALL_ERRORS as err:
                 if isinstance(err, grpc.aio.AioRpcError) and err.code() == grpc.StatusCode.INVALID_ARGUMENT:
@@ -328,8 +324,9 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             trace.leg(name, OK, response.engine + late)
 
     async def _expand(self, plan, deadline, trace):
-        if plan.effort == common_pb2.EFFORT_FAST:
-            trace.leg("expansion", SKIPPED, "fast effort")
+        policy = effort_policy(plan.effort)
+        if not policy.expands:
+            trace.leg("expansion", SKIPPED, f"{policy.name} effort")
             return
         with self._observed("expansion"):
             try:
@@ -365,7 +362,9 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             with self.tracer.start_as_current_span("gateway.fusion"):
                 async with self.breakers.guard("fusion"):
                     timeout = min(deadline.left(), self.resilience.fusion_timeout_s)
-                    return list((await self.backends.fusion.Fuse(request, timeout=timeout)).hits)
+                    response = await self.backends.fusion.Fuse(request, timeout=timeout)
+                    trace.fusion_applied = response.config
+                    return list(response.hits)
         except CALL_ERRORS as err:
             # Fusion is a pure function: the gateway can do it itself rather than fail the search.
             trace.notices.append(f"fusion service unavailable ({_reason(err)}): fused in the gateway")
@@ -415,7 +414,11 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
     def _respond(self, plan, fused, reranked: Reranked, trace) -> search_pb2.SearchResponse:
         finals = reranked.final_scores(fused)
         rerank_scores = reranked.rerank
-        kept = [i for i in reranked.order if finals[i] >= plan.min_score]
+        order, applied = boost_final(finals, reranked.order, rerank_scores,
+                                     lambda i: trace.hit(fused[i].chunk_id).metadata, lambda i: fused[i].doc_id,
+                                     plan.config.boosts)
+        trace.boosts += applied
+        kept = [i for i in order if finals[i] >= plan.min_score]
         # Only the page is built: snippets and evidence for hits nobody will see cost most of an answer.
         page = []
         for i in kept[plan.offset : plan.offset + plan.top_k]:
@@ -441,10 +444,22 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                     expansion_generator=exp.generator, expansion_cache_hit=exp.cache_hit,
                     leg_lists=[_trimmed(rl) for rl in trace.lists], fusion_order=[f.doc_id for f in fused[:100]],
                     rerank_scores={fused[i].doc_id: s for i, s in rerank_scores.items()},
-                    fusion=params_to_proto(plan.fusion), timings=trace.timings, reranker_model=trace.reranker_model,
+                    fusion=trace.fusion_applied or params_to_proto(plan.fusion), timings=trace.timings, reranker_model=trace.reranker_model,
+                    boosts=trace.boosts,
                 )
             )
         return response
+
+
+def _variant_queries(expansion: expansion_pb2.ExpandResponse | None) -> list[common_pb2.LegQuery]:
+    """The expansion's variant queries, each of its kind (the legs pick the kinds they take)."""
+    if expansion is None or expansion.skipped:
+        return []
+    queries = [common_pb2.LegQuery(text=v, kind=common_pb2.QUERY_KIND_LEXICAL_VARIANT) for v in expansion.lexical_variants]
+    queries += [common_pb2.LegQuery(text=v, kind=common_pb2.QUERY_KIND_SEMANTIC_VARIANT) for v in expansion.semantic_variants]
+    if expansion.hyde:
+        queries.append(common_pb2.LegQuery(text=expansion.hyde, kind=common_pb2.QUERY_KIND_HYDE))
+    return queries
 
 
 def _passage(hit: common_pb2.LegHit) -> str:

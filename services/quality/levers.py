@@ -25,7 +25,9 @@ from hybridsearch.expansion.prf import feedback_terms, prf_variants
 from hybridsearch.expansion.signals import dominant_top_hit, strong_signal
 from hybridsearch.fusion.methods import FusionParams, Item, QueryKind, Ranking, fuse
 from hybridsearch.vector.embedder import EmbeddingCache, OnnxEmbedder
+from hybridsearch.v1 import common_pb2
 
+BM25, VECTOR = common_pb2.LEG_BM25, common_pb2.LEG_VECTOR
 log = logging.getLogger(__name__)
 METRICS = ("ndcg@10", "recall@100", "mrr@10")
 
@@ -259,17 +261,17 @@ class Levers:
     def rankings(self, setup: Setup) -> dict[str, list[Ranking]]:
         per_query: dict[str, list[Ranking]] = {q: [] for q in self.ds.queries}
 
-        def add(run: dict[str, Hits], leg: str, kind: QueryKind) -> None:
+        def add(run: dict[str, Hits], leg: int, kind: QueryKind) -> None:
             for q, hits in run.items():
                 per_query[q].append(Ranking(leg, [Item(d, d, s) for d, s in hits], kind))
 
         if "bm25" in setup.legs:
-            add(self.bm25_run(setup.bm25, setup.depth), "bm25", QueryKind.ORIGINAL)
+            add(self.bm25_run(setup.bm25, setup.depth), BM25, QueryKind.ORIGINAL)
         if "vector" in setup.legs:
-            add(self.dense_run(setup.dense, setup.depth), "vector", QueryKind.ORIGINAL)
+            add(self.dense_run(setup.dense, setup.depth), VECTOR, QueryKind.ORIGINAL)
             if setup.rocchio_docs:
                 add(self.rocchio_run(setup.dense, setup.depth, setup.rocchio_docs, setup.rocchio_weight),
-                    "vector", QueryKind.FEEDBACK)
+                    VECTOR, QueryKind.FEEDBACK)
         if setup.prf_docs:
             lexical, semantic = self.prf_variants(setup)
             if "bm25" in setup.legs and lexical:
@@ -277,10 +279,10 @@ class Levers:
                 key = ("bm25-prf", setup.bm25, setup.prf_docs, setup.prf_terms, setup.depth)
                 if key not in self._runs:
                     self._runs[key] = {q: leg.search(t, setup.depth)[0] for q, t in lexical.items()}
-                add(self._runs[key], "bm25", QueryKind.LEXICAL_VARIANT)
+                add(self._runs[key], BM25, QueryKind.LEXICAL_VARIANT)
             if "vector" in setup.legs and semantic:
                 tag = f"prf-{setup.bm25}-{setup.prf_docs}-{setup.prf_terms}"
-                add(self.dense_run(setup.dense, setup.depth, semantic, tag), "vector", QueryKind.SEMANTIC_VARIANT)
+                add(self.dense_run(setup.dense, setup.depth, semantic, tag), VECTOR, QueryKind.SEMANTIC_VARIANT)
         return per_query
 
     def evaluate(self, setup: Setup) -> dict[str, float]:

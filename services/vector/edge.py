@@ -224,6 +224,13 @@ class EdgeStore(ChunkPointStore):
             return 0
         return await asyncio.to_thread(shard.count, qe.CountRequest(exact=True, filter=edge_filter(flt)))
 
+    async def _matching(self, collection: str, flt: models.Filter, limit: int, fields: list[str]) -> list[dict]:
+        if (shard := await self._shard(collection)) is None:
+            return []
+        records, _ = await asyncio.to_thread(shard.scroll, qe.ScrollRequest(
+            limit=limit, filter=edge_filter(flt), with_payload=fields, with_vector=False))
+        return [r.payload for r in records]
+
     async def _details(self, collection: str) -> dict[str, str]:
         if (shard := await self._shard(collection)) is None:
             return {}

@@ -18,16 +18,19 @@ from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.server import internal_channel, serve
 from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search
-from hybridsearch.common.stores import UpsertResult
+from hybridsearch.common.collections import collection_config
+from hybridsearch.common.stores import UpsertResult, picked_metadata
+from hybridsearch.common.tags import query_keywords
 from hybridsearch.common.validation import InvalidArgument, abort_invalid
 from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2, vector_pb2, vector_pb2_grpc
 from hybridsearch.vector.embedder import EmbeddingCache, OnnxEmbedder, QueryEncoder
 from hybridsearch.vector.edge import EdgeStore
+from hybridsearch.vector.engine import DenseEngine
 from hybridsearch.vector.store import ChunkPointStore, QdrantStore
 
 
 class VectorEngine:
-    """Embedder + store; what StoreServicerMixin and Search call."""
+    """Embedder + store (a DenseEngine); what StoreServicerMixin and Search call."""
 
     def __init__(self, settings: Settings) -> None:
         cfg = settings.vector
@@ -45,6 +48,7 @@ class VectorEngine:
             self.store = QdrantStore(url=cfg.qdrant_url, dim=self.embedder.dim, settings=cfg)
         else:
             raise ValueError(f"unknown vector engine {cfg.engine!r} (embedded | local | qdrant)")
+        self.settings = settings
         self.feedback_weight = cfg.feedback_weight
         self.name = f"{self.store.name}+{self.embedder.name}"
 
@@ -59,7 +63,8 @@ class VectorEngine:
         result = UpsertResult(documents_unchanged=unchanged)
         if todo:
             vectors = await self.embed([indexed_text(c.title, c.heading, c.text) for c in todo])
-            written = await self.store.write(collection, todo, vectors)
+            tags_field = collection_config(self.settings, collection).tags_field
+            written = await self.store.write(collection, todo, vectors, tags_field)
             result.documents_written, result.chunks_written = written.documents_written, written.chunks_written
         return result
 
@@ -81,7 +86,8 @@ class VectorEngine:
         return await self.store.get_chunks(collection, doc_ids)
 
     async def search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int, filters,
-                     feedback_docs: int = 0, timings: dict[str, float] | None = None) -> list[common_pb2.RankedList]:
+                     feedback_docs: int = 0, timings: dict[str, float] | None = None,
+                     metadata_fields: tuple[str, ...] = ()) -> list[common_pb2.RankedList]:
         """Ranked lists, one per query (+ Rocchio's); `timings` gets embed and engine milliseconds."""
         timings = {} if timings is None else timings
         started = time.perf_counter()
@@ -89,28 +95,34 @@ class VectorEngine:
         embedded = time.perf_counter()
         timings["embed"] = (embedded - started) * 1000
         results = await self.store.search(collection, vectors, limit, filters, with_vectors=feedback_docs > 0)
-        lists = [self._ranked(q.kind, q.text, points) for q, points in zip(queries, results)]
+        lists = [self._ranked(q.kind, q.text, points, metadata_fields) for q, points in zip(queries, results)]
         if feedback_docs > 0 and results and results[0]:
             # Rocchio: move the original query toward the centroid of its top hits.
             top = np.array([p.vector for p in results[0][:feedback_docs]], dtype=np.float32)
             fb = vectors[0] + self.feedback_weight * top.mean(axis=0)
             fb /= np.linalg.norm(fb) or 1.0
             (fb_points,) = await self.store.search(collection, fb[None, :], limit, filters)
-            lists.append(self._ranked(common_pb2.QUERY_KIND_FEEDBACK, f"rocchio({feedback_docs})", fb_points))
+            lists.append(self._ranked(common_pb2.QUERY_KIND_FEEDBACK, f"rocchio({feedback_docs})", fb_points,
+                                      metadata_fields))
         timings["engine"] = (time.perf_counter() - embedded) * 1000
         return lists
 
+    async def tag_search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int, filters,
+                         metadata_fields: tuple[str, ...] = ()) -> list[common_pb2.RankedList]:
+        """The tag leg: one LEG_TAG list per query, chunks whose tags the query's keywords name exactly,
+        scored by how many (a keyword payload index, match-any: no embedding)."""
+        lists = []
+        for q in queries:
+            found = await self.store.tag_search(collection, query_keywords(q.text), limit, filters)
+            lists.append(common_pb2.RankedList(leg=common_pb2.LEG_TAG, kind=q.kind, query=q.text, hits=[
+                _hit(payload, float(count), r + 1, metadata_fields) for r, (payload, count) in enumerate(found)]))
+        return lists
+
     @staticmethod
-    def _ranked(kind, text, points) -> common_pb2.RankedList:
+    def _ranked(kind, text, points, metadata_fields=()) -> common_pb2.RankedList:
         return common_pb2.RankedList(
             leg=common_pb2.LEG_VECTOR, kind=kind, query=text,
-            hits=[
-                common_pb2.LegHit(
-                    chunk_id=p.payload["chunk_id"], doc_id=p.payload["doc_id"], score=float(p.score),
-                    rank=r + 1, title=p.payload.get("title", ""), text=p.payload.get("text", ""),
-                )
-                for r, p in enumerate(points)
-            ],
+            hits=[_hit(p.payload, float(p.score), r + 1, metadata_fields) for r, p in enumerate(points)],
         )
 
     async def close(self):
@@ -118,12 +130,20 @@ class VectorEngine:
         await self.store.close()
 
 
+def _hit(payload: dict, score: float, rank: int, metadata_fields) -> common_pb2.LegHit:
+    return common_pb2.LegHit(
+        chunk_id=payload["chunk_id"], doc_id=payload["doc_id"], score=score, rank=rank,
+        title=payload.get("title", ""), text=payload.get("text", ""),
+        metadata=picked_metadata(payload.get("meta", {}), metadata_fields),
+    )
+
+
 log = logging.getLogger(__name__)
 CORRECT_TIMEOUT_S = 0.5  # at most this long for the BM25 service's correction, within the caller's deadline
 
 
 class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
-    def __init__(self, engine: VectorEngine, bm25: bm25_pb2_grpc.Bm25ServiceStub | None = None) -> None:
+    def __init__(self, engine: DenseEngine, bm25: bm25_pb2_grpc.Bm25ServiceStub | None = None) -> None:
         self.engine = engine
         self.bm25 = bm25  # for typo tolerance (Correct); None: queries are embedded as typed
 
@@ -144,7 +164,7 @@ class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
             out.append(q)
         return out
 
-    async def Search(self, request, context):
+    async def Search(self, request: common_pb2.LegSearchRequest, context) -> common_pb2.LegSearchResponse:
         try:
             collection, filters = check_leg_search(request)
         except InvalidArgument as err:
@@ -156,8 +176,20 @@ class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
             started = time.perf_counter()
             queries = await self._corrected(collection, queries, context)
             timings["correct"] = (time.perf_counter() - started) * 1000
-        lists = await self.engine.search(collection, queries, request.limit, filters, request.feedback_docs, timings)
+        lists = await self.engine.search(collection, queries, request.limit, filters, request.feedback_docs, timings,
+                                         tuple(request.metadata_fields))
         return common_pb2.LegSearchResponse(engine=self.engine.name, lists=lists, timings_ms=timings)
+
+    async def TagSearch(self, request: common_pb2.LegSearchRequest, context) -> common_pb2.LegSearchResponse:
+        try:
+            collection, filters = check_leg_search(request)
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        started = time.perf_counter()
+        lists = await self.engine.tag_search(collection, list(request.queries), request.limit, filters,
+                                             tuple(request.metadata_fields))
+        return common_pb2.LegSearchResponse(engine=f"{self.engine.store.name} tags", lists=lists,
+                                            timings_ms={"engine": (time.perf_counter() - started) * 1000})
 
 
 async def main() -> None:

@@ -28,6 +28,7 @@ from hybridsearch.common.stores import (
     chunks_by_document,
     stored_documents,
 )
+from hybridsearch.common.tags import matched, split_tags
 from hybridsearch.v1 import common_pb2
 
 # Local mode warns on every call that it keeps no payload indexes and searches exactly: known, by design.
@@ -81,7 +82,8 @@ def collection_config(cfg: VectorSettings, dim: int) -> dict:
 
 def payload_indexes(cfg: VectorSettings) -> dict[str, models.PayloadSchemaType]:
     """Payload field -> index type: what deletes, stats and metadata filters match on."""
-    indexes = {"doc_id": models.PayloadSchemaType.KEYWORD, "position": models.PayloadSchemaType.INTEGER}
+    indexes = {"doc_id": models.PayloadSchemaType.KEYWORD, "position": models.PayloadSchemaType.INTEGER,
+               TAGS: models.PayloadSchemaType.KEYWORD}  # the tag leg's exact lookup (match-any)
     for field in cfg.indexed_fields:
         indexes[f"meta.{field}"] = models.PayloadSchemaType.KEYWORD
     return indexes
@@ -102,19 +104,39 @@ UPSERT_BATCH = 512  # points per upsert call: bounded requests, and searches int
 FIRST_CHUNKS = models.Filter(must=[models.FieldCondition(key="position", match=models.MatchValue(value=0))])
 
 
-def chunk_payload(chunk: common_pb2.Chunk, chunks: int) -> dict:
+def chunk_payload(chunk: common_pb2.Chunk, chunks: int, tags_field: str = "tags") -> dict:
     """A chunk point's payload; `chunks` (the document's chunk count) and `content_hash` ride on every
-    chunk, so the first chunk alone tells whether a document changed and which points it has."""
+    chunk, so the first chunk alone tells whether a document changed and which points it has. `tags`:
+    the document's tags (metadata `tags_field`, split), a keyword array the tag leg matches exactly."""
     return {
         "chunk_id": chunk.chunk_id, "doc_id": chunk.doc_id, "position": chunk.position, "chunks": chunks,
         "title": chunk.title, "heading": chunk.heading, "text": chunk.text, "content_hash": chunk.content_hash,
         "meta": dict(chunk.metadata), "written_at_ms": chunk.written_at_ms,
+        TAGS: split_tags(chunk.metadata.get(tags_field, "")),
     }
+
+
+def tag_ranked(payloads: list[dict], keywords: list[str], limit: int) -> list[tuple[dict, int]]:
+    """Chunks whose tags the query named, by how many (then document and position), one per document."""
+    wanted = set(keywords)
+    scored = sorted(((p, matched(p.get(TAGS, []), wanted)) for p in payloads),
+                    key=lambda pc: (-pc[1], pc[0]["doc_id"], pc[0].get("position", 0)))
+    seen: set[str] = set()
+    out = []
+    for payload, count in scored:
+        if count and payload["doc_id"] not in seen:
+            seen.add(payload["doc_id"])
+            out.append((payload, count))
+    return out[:limit]
 
 
 # A stored chunk's payload fields, as reconcile copies it (the vector is embedded again from the text).
 CHUNK_FIELDS = ["chunk_id", "doc_id", "position", "title", "heading", "text", "content_hash", "meta", "written_at_ms"]
 SCROLL_PAGE = 2048
+TAGS = "tags"
+# The tag leg reads at most this many matching chunks before ranking them by matched tags.
+TAG_SCAN = 2000
+TAG_FIELDS = ["chunk_id", "doc_id", "position", "title", "text", "meta", TAGS]
 
 
 def document_point_ids(heads: dict[str, dict]) -> list[str]:
@@ -157,6 +179,19 @@ class ChunkPointStore:
 
     async def _count(self, collection: str, flt: models.Filter | None) -> int:
         raise NotImplementedError
+
+    async def _matching(self, collection: str, flt: models.Filter, limit: int, fields: list[str]) -> list[dict]:
+        """Payloads of up to `limit` points that pass `flt` (an indexed lookup, no vectors)."""
+        raise NotImplementedError
+
+    async def tag_search(self, collection: str, keywords: list[str], limit: int,
+                         filters: list[common_pb2.MetadataFilter]) -> list[tuple[dict, int]]:
+        """(payload, matched tag count) of the chunks whose tags match any keyword, best first."""
+        if not keywords or not await self.exists(collection):
+            return []
+        flt = qdrant_filter(filters) or models.Filter()
+        flt.must = [*(flt.must or []), models.FieldCondition(key=TAGS, match=models.MatchAny(any=keywords))]
+        return tag_ranked(await self._matching(collection, flt, TAG_SCAN, TAG_FIELDS), keywords, limit)
 
     async def _all_payloads(self, collection: str, fields: list[str]) -> list[dict]:
         """These fields of every point of the collection (reconcile lists a whole collection)."""
@@ -201,11 +236,12 @@ class ChunkPointStore:
                    if d not in heads or heads[d]["content_hash"] != h or heads[d].get("chunks") != n]
         return changed, len(wanted) - len(changed)
 
-    async def write(self, collection: str, chunks: list[common_pb2.Chunk], vectors: np.ndarray) -> UpsertResult:
+    async def write(self, collection: str, chunks: list[common_pb2.Chunk], vectors: np.ndarray,
+                    tags_field: str = "tags") -> UpsertResult:
         """Replaces the named documents' chunks with these."""
         counts = {doc_id: len(doc_chunks) for doc_id, doc_chunks in chunks_by_document(chunks).items()}
         ids = [point_id(c.doc_id, c.position) for c in chunks]
-        payloads = [chunk_payload(c, counts[c.doc_id]) for c in chunks]
+        payloads = [chunk_payload(c, counts[c.doc_id], tags_field) for c in chunks]
         async with self._lock:
             await self.ensure_collection(collection)
             old = document_point_ids(await self._heads(collection, list(counts)))
@@ -302,6 +338,11 @@ class QdrantStore(ChunkPointStore):
 
     async def _count(self, collection: str, flt: models.Filter | None) -> int:
         return (await self.client.count(collection, count_filter=flt, exact=True)).count
+
+    async def _matching(self, collection: str, flt: models.Filter, limit: int, fields: list[str]) -> list[dict]:
+        points, _ = await self.client.scroll(collection, scroll_filter=flt, limit=limit, with_payload=fields,
+                                             with_vectors=False)
+        return [p.payload for p in points]
 
     async def search(self, collection: str, vectors: np.ndarray, limit: int, filters, with_vectors: bool = False):
         """One list of ScoredPoint per query vector."""

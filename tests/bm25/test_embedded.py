@@ -75,6 +75,15 @@ async def test_filters_apply_inside_the_search(engine):
     assert (await engine.search("c", ["absent"], 10, only_de))[0] == []
 
 
+async def test_hits_bring_back_only_the_metadata_fields_asked_for(engine):
+    await engine.upsert("c", [chunk("a", "shared words", meta={"type": "decision", "lang": "en"}),
+                              chunk("b", "shared words", meta={"lang": "de"})])
+    (hits,) = await engine.search("c", ["shared"], 10, [], ("type", "status"))
+    assert {h.doc_id: dict(h.metadata) for h in hits} == {"a": {"type": "decision"}, "b": {}}
+    (plain,) = await engine.search("c", ["shared"], 10, [])
+    assert all(not h.metadata for h in plain)
+
+
 async def test_tantivy_scores_equal_bm25s_and_rank_the_same(tmp_path):
     """Lucene BM25 on both engines: the same ranking, scores within tantivy's one-byte length norms."""
     words = "protein folding cell galaxy star formation energy solar wind power model data".split()

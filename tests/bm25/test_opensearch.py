@@ -224,6 +224,10 @@ async def test_filters_match_the_embedded_semantics(engines):
         got, want = await both(remote, local, "c", ["shared words"], filters=filters)
         assert {h.doc_id for h in got[0]} == expected, name
         assert_same_ranking(got, want)
+    # Hits bring back the metadata fields asked for (a collection's boosts), as the embedded engine's do.
+    (remote_hits,), (local_hits,) = [await e.search("c", ["shared words"], 10, [], ("kind",)) for e in (remote, local)]
+    assert {h.doc_id: dict(h.metadata) for h in remote_hits} == {h.doc_id: dict(h.metadata) for h in local_hits}
+    assert {h.doc_id: h.metadata.get("kind") for h in remote_hits} == {"en1": "a", "en2": "b", "de1": None, "none": None}
 
 
 async def test_reupsert_is_idempotent_and_a_shrunk_document_loses_its_old_chunks(engines):

@@ -123,6 +123,8 @@ FULL_VALUES = {
     "metrics": {"serviceMonitor": {"enabled": True}},
     "triton": {"modelRepository": {"existingClaim": "reranker-models", "config": 'name: "reranker"\n'}},
     "config": {"fusion": {"method": "rrf"}, "vector": {"indexed_fields": ["lang"]}},
+    "collections": {"notes": {"fuzzy": True, "fields": {"summary": 2.0}, "tag_leg": True,
+                              "boosts": [{"field": "status", "value": "done", "fusion": 0.6, "rerank": 0.7}]}},
 }
 
 
@@ -320,6 +322,8 @@ BAD_VALUES = {
     ),
     "TLS switch as a string": ({"tls": {"enabled": "yes"}}, "/tls/enabled"),
     "API keys in config": ({"config": {"auth": {"keys_file": "/k"}}}, "auth"),
+    "collection name not allowed": ({"collections": {"Notes": {}}}, "Notes"),
+    "misspelt collection setting": ({"collections": {"notes": {"fuzy": True}}}, "fuzy"),
     "both PDB bounds": (
         {"gateway": {"podDisruptionBudget": {"enabled": True, "minAvailable": 1, "maxUnavailable": 1}}},
         "/gateway/podDisruptionBudget",
@@ -423,6 +427,8 @@ def test_rendered_environment_configures_the_services(helm, full_values, monkeyp
         assert settings.expansion.redis_url == "redis://redis-master:6379/0"
         assert settings.expansion.cache_ttl_s == 604800
         assert settings.fusion.method == "rrf"
+        notes = settings.collections["notes"]
+        assert notes.fuzzy and notes.fields == {"summary": 2.0} and notes.boosts[0].rerank == 0.7
         assert settings.metrics_port == 9464
         assert str(settings.data_dir) == "/data"
         assert env["OTEL_SERVICE_NAME"] == f"hybridsearch-{component}"

@@ -14,6 +14,7 @@ from hybridsearch.common.limits import REQUEST_BYTES, human_bytes, receive_limit
 from hybridsearch.common.server import create_server
 from hybridsearch.common.validation import Refusal
 from hybridsearch.common.wire import guarded_decoder
+from hybridsearch.fusion.params import params_from_settings, params_to_proto
 from hybridsearch.fusion.service import FusionServicer
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.ingest import IngestServicer
@@ -52,7 +53,7 @@ def test_decoder_passes_messages_and_refuses_size():
 async def server():
     srv = create_server("test")
     backends = Backends.connect(get_settings())  # never reached: every request below is refused first
-    fusion_pb2_grpc.add_FusionServiceServicer_to_server(FusionServicer(get_settings().fusion), srv)
+    fusion_pb2_grpc.add_FusionServiceServicer_to_server(FusionServicer(), srv)
     ingest_pb2_grpc.add_IngestServiceServicer_to_server(IngestServicer(get_settings(), backends), srv)
     port = srv.add_insecure_port("127.0.0.1:0")
     await srv.start()
@@ -76,7 +77,8 @@ async def test_internal_service_answers_invalid_argument(server, data):
 
 
 async def test_valid_bytes_still_reach_the_servicer(server):
-    request = fusion_pb2.FuseRequest(limit=10).SerializeToString()
+    config = params_to_proto(params_from_settings(get_settings().fusion))  # resolved, as the gateway sends it
+    request = fusion_pb2.FuseRequest(limit=10, config=config).SerializeToString()
     reply = fusion_pb2.FuseResponse.FromString(
         await server.unary_unary("/hybridsearch.v1.FusionService/Fuse")(request, timeout=10))
     assert list(reply.hits) == []

@@ -1,6 +1,9 @@
 import pytest
 
 from hybridsearch.fusion.methods import FusionMethod, FusionParams, Item, QueryKind, Ranking, fuse
+from hybridsearch.v1 import common_pb2
+
+BM25, VECTOR = common_pb2.LEG_BM25, common_pb2.LEG_VECTOR
 
 
 def ranking(leg, ids, kind=QueryKind.ORIGINAL, scores=None):
@@ -10,7 +13,7 @@ def ranking(leg, ids, kind=QueryKind.ORIGINAL, scores=None):
 
 def test_rrf_worked_example_from_the_issue():
     # vector [A,B,C,D] + BM25 [C,E,A,F], k=60, 1-based ranks: A and C tie at 1/61 + 1/63 (+ bonus).
-    fused = fuse([ranking("vector", "ABCD"), ranking("bm25", "CEAF")], FusionParams(top_rank_bonus=0.0))
+    fused = fuse([ranking(VECTOR, "ABCD"), ranking(BM25, "CEAF")], FusionParams(top_rank_bonus=0.0))
     scores = {f.doc_id: f.score for f in fused}
     assert scores["A"] == pytest.approx(1 / 61 + 1 / 63)
     assert scores["C"] == pytest.approx(1 / 61 + 1 / 63)
@@ -22,8 +25,8 @@ def test_rrf_worked_example_from_the_issue():
 
 
 def test_top_rank_bonus_only_for_top5_of_both_original_lists():
-    vector = ranking("vector", "ABCDEFG")
-    bm25 = ranking("bm25", "GFEDCBA")
+    vector = ranking(VECTOR, "ABCDEFG")
+    bm25 = ranking(BM25, "GFEDCBA")
     fused = {f.doc_id: f.score for f in fuse([vector, bm25])}
     plain = {f.doc_id: f.score for f in fuse([vector, bm25], FusionParams(top_rank_bonus=0.0))}
     for doc in "CDE":  # in the top 5 of both
@@ -34,9 +37,9 @@ def test_top_rank_bonus_only_for_top5_of_both_original_lists():
 
 def test_variant_and_hyde_weights():
     lists = [
-        ranking("bm25", ["X"], QueryKind.LEXICAL_VARIANT),
-        ranking("vector", ["Y"], QueryKind.HYDE),
-        ranking("vector", ["Z"], QueryKind.ORIGINAL),
+        ranking(BM25, ["X"], QueryKind.LEXICAL_VARIANT),
+        ranking(VECTOR, ["Y"], QueryKind.HYDE),
+        ranking(VECTOR, ["Z"], QueryKind.ORIGINAL),
     ]
     scores = {f.doc_id: f.score for f in fuse(lists)}
     assert scores["X"] == pytest.approx(0.5 / 61)
@@ -45,7 +48,7 @@ def test_variant_and_hyde_weights():
 
 
 def test_best_chunk_per_document_votes_once_and_keeps_best_chunk():
-    bm25 = Ranking("bm25", [Item("A", "A#3", 9.0), Item("A", "A#1", 8.0), Item("B", "B#0", 7.0)])
+    bm25 = Ranking(BM25, [Item("A", "A#3", 9.0), Item("A", "A#1", 8.0), Item("B", "B#0", 7.0)])
     fused = fuse([bm25], FusionParams(top_rank_bonus=0.0))
     assert [f.doc_id for f in fused] == ["A", "B"]
     assert fused[0].chunk_id == "A#3"
@@ -53,8 +56,8 @@ def test_best_chunk_per_document_votes_once_and_keeps_best_chunk():
 
 
 def test_linear_minmax_default_weights():
-    bm25 = ranking("bm25", "AB", scores=[10.0, 0.0])
-    vector = ranking("vector", "BA", scores=[0.9, 0.1])
+    bm25 = ranking(BM25, "AB", scores=[10.0, 0.0])
+    vector = ranking(VECTOR, "BA", scores=[0.9, 0.1])
     fused = {f.doc_id: f.score for f in fuse([bm25, vector], FusionParams(method=FusionMethod.LINEAR))}
     assert fused["A"] == pytest.approx(0.4)
     assert fused["B"] == pytest.approx(0.6)
@@ -64,12 +67,12 @@ def test_linear_minmax_default_weights():
 def test_every_method_handles_empty_inputs(method):
     params = FusionParams(method=method)
     assert fuse([], params) == []
-    assert fuse([Ranking("bm25", []), Ranking("vector", [])], params) == []
+    assert fuse([Ranking(BM25, []), Ranking(VECTOR, [])], params) == []
 
 
 @pytest.mark.parametrize("method", list(FusionMethod))
 def test_every_method_normalises_to_unit_interval_and_orders(method):
-    fused = fuse([ranking("bm25", "ABCDE"), ranking("vector", "EDCBA", scores=[0.9, 0.8, 0.5, 0.4, 0.1])],
+    fused = fuse([ranking(BM25, "ABCDE"), ranking(VECTOR, "EDCBA", scores=[0.9, 0.8, 0.5, 0.4, 0.1])],
                  FusionParams(method=method))
     assert fused[0].normalized == pytest.approx(1.0)
     assert all(0.0 <= f.normalized <= 1.0 for f in fused)
@@ -79,21 +82,21 @@ def test_every_method_normalises_to_unit_interval_and_orders(method):
 
 @pytest.mark.parametrize("method", list(FusionMethod))
 def test_single_list_keeps_its_order(method):
-    fused = fuse([ranking("bm25", "QWERTY")], FusionParams(method=method))
+    fused = fuse([ranking(BM25, "QWERTY")], FusionParams(method=method))
     assert [f.doc_id for f in fused] == list("QWERTY")
 
 
 def test_dbsf_clips_outliers():
     scores = [100.0] + [1.0] * 20
-    fused = fuse([ranking("bm25", [f"d{i}" for i in range(21)], scores=scores)], FusionParams(method=FusionMethod.DBSF))
+    fused = fuse([ranking(BM25, [f"d{i}" for i in range(21)], scores=scores)], FusionParams(method=FusionMethod.DBSF))
     assert fused[0].doc_id == "d0"
     assert fused[0].score == pytest.approx(0.4)  # clipped at 1.0 x bm25 weight 0.4
 
 
 def test_zscore_worked_example():
     # bm25 scores 3, 2, 1 -> z = 1.2247, 0, -1.2247 -> shifted 2.449, 1.2247, 0; vector 0.5 / 0.5 -> all 1.0
-    bm25 = ranking("bm25", "ABC", scores=[3.0, 2.0, 1.0])
-    vector = ranking("vector", "CB", scores=[0.5, 0.5])
+    bm25 = ranking(BM25, "ABC", scores=[3.0, 2.0, 1.0])
+    vector = ranking(VECTOR, "CB", scores=[0.5, 0.5])
     fused = {f.doc_id: f.score for f in fuse([bm25, vector], FusionParams(method=FusionMethod.ZSCORE))}
     assert fused["A"] == pytest.approx(0.4 * 2.449490, rel=1e-5)
     assert fused["B"] == pytest.approx(0.4 * 1.224745 + 0.6 * 1.0, rel=1e-5)
@@ -102,8 +105,8 @@ def test_zscore_worked_example():
 
 def test_rrf_leg_weights_scale_each_leg():
     params = FusionParams(top_rank_bonus=0.0, rrf_bm25_weight=1.0, rrf_vector_weight=2.0)
-    fused = {f.doc_id: f.score for f in fuse([ranking("bm25", "A"), ranking("vector", "B"),
-                                               ranking("vector", "C", QueryKind.SEMANTIC_VARIANT)], params)}
+    fused = {f.doc_id: f.score for f in fuse([ranking(BM25, "A"), ranking(VECTOR, "B"),
+                                               ranking(VECTOR, "C", QueryKind.SEMANTIC_VARIANT)], params)}
     assert fused["A"] == pytest.approx(1 / 61)
     assert fused["B"] == pytest.approx(2 / 61)
     assert fused["C"] == pytest.approx(2 * 0.5 / 61)  # leg weight times the variant weight

@@ -200,6 +200,21 @@ def test_a_store_refuses_a_bad_filter_itself(stack, indexed):
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
+@pytest.mark.parametrize("rpc", ["bm25:Search", "vector:Search", "vector:TagSearch"])
+@pytest.mark.parametrize("fields,message", [(["a.b"], "metadata_fields[0]"), ([f"k{i}" for i in range(17)], "at most 16")])
+def test_a_store_refuses_bad_metadata_fields(stack, indexed, rpc, fields, message):
+    from hybridsearch.v1 import bm25_pb2_grpc, vector_pb2_grpc
+
+    part, method = rpc.split(":")
+    stubs = {"bm25": bm25_pb2_grpc.Bm25ServiceStub, "vector": vector_pb2_grpc.VectorServiceStub}
+    request = common_pb2.LegSearchRequest(collection="legs", limit=5, queries=[common_pb2.LegQuery(text="ice")],
+                                          metadata_fields=fields)
+    with grpc.insecure_channel(stack.settings.endpoints.addr(part)) as ch:
+        with pytest.raises(grpc.RpcError) as err:
+            getattr(stubs[part](ch), method)(request, timeout=DEADLINE_S)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and message in err.value.details()
+
+
 @pytest.mark.parametrize("flt", [
     common_pb2.MetadataFilter(field="lang", equals="en"),
     common_pb2.MetadataFilter(field="a-b", any_of=common_pb2.StringList(values=["0", "2"])),

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from hybridsearch.common.config import RerankSettings
-from hybridsearch.gateway.rerank_policy import BALANCED, FAST, THOROUGH, ModelInfo, decide_rerank, needs_model
-from hybridsearch.v1 import search_pb2
+from hybridsearch.gateway.rerank_policy import ModelInfo, decide_rerank, needs_model
+from hybridsearch.v1 import common_pb2, search_pb2
+
+FAST, BALANCED, THOROUGH = common_pb2.EFFORT_FAST, common_pb2.EFFORT_BALANCED, common_pb2.EFFORT_THOROUGH
 
 SKIPPED, FAILED, OK = search_pb2.LEG_STATE_SKIPPED, search_pb2.LEG_STATE_FAILED, search_pb2.LEG_STATE_OK
 TRAINED_CPU = ModelInfo("minilm-ce", trained=True, gpu=False)

@@ -13,7 +13,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 
 from hybridsearch.cli import SAMPLE_CORPUS
 from hybridsearch.corpus import read_folder
-from hybridsearch.v1 import common_pb2, ingest_pb2, search_pb2
+from hybridsearch.v1 import common_pb2, fusion_pb2, ingest_pb2, search_pb2
 
 pytestmark = pytest.mark.stack
 OK, SKIPPED, FAILED = search_pb2.LEG_STATE_OK, search_pb2.LEG_STATE_SKIPPED, search_pb2.LEG_STATE_FAILED
@@ -75,6 +75,17 @@ def test_explained_hybrid_answer(gateway, sample):
     assert {(rl.leg, rl.kind) for rl in response.explain.leg_lists} >= {
         (common_pb2.LEG_BM25, common_pb2.QUERY_KIND_ORIGINAL), (common_pb2.LEG_VECTOR, common_pb2.QUERY_KIND_ORIGINAL)}
     assert response.explain.fusion_order[0] == response.hits[0].doc_id
+
+
+def test_explain_shows_the_fusion_parameters_applied(gateway, stack, sample):
+    # An override and a default, both as the fusion service applied them (resolved once, in the gateway).
+    response = search(gateway, "how are variant queries weighted in rank fusion", explain=True,
+                      fusion=fusion_pb2.FusionConfig(method=common_pb2.FUSION_METHOD_RRF, rrf_k=12))
+    applied = response.explain.fusion
+    assert applied.method == common_pb2.FUSION_METHOD_RRF and applied.rrf_k == 12
+    assert applied.HasField("hyde_weight") and applied.hyde_weight == pytest.approx(stack.settings.fusion.hyde_weight)
+    assert applied.HasField("bm25_weight") and applied.bm25_weight == pytest.approx(stack.settings.fusion.bm25_weight)
+    assert not any("fused in the gateway" in n for n in response.notices)
 
 
 @pytest.mark.parametrize("mode,leg", [(common_pb2.RETRIEVAL_MODE_BM25, "vector"), (common_pb2.RETRIEVAL_MODE_VECTOR, "bm25")])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from stacks import REPO, SHARED_DATASETS, running_stack, stack_env_on
+from stacks import REPO, SHARED_DATASETS, running_stack, shifted, stack_env_on
 
 pytestmark = pytest.mark.quality
 PINNED = json.loads((Path(__file__).with_name("pinned.json")).read_text())
@@ -33,8 +33,8 @@ def gate_env():
     if not (REPO / "var" / "gate" / "cache").exists():
         (REPO / "var" / "gate").mkdir(parents=True, exist_ok=True)
         (REPO / "var" / "gate" / "cache").symlink_to(REPO / "var" / "cache", target_is_directory=True)
-    with running_stack(env) as stack:
-        yield stack.test_env  # the stack's environment, its ports moved by HYBRIDSEARCH_TEST_PORT_SHIFT
+    with running_stack(env):
+        yield {**os.environ, **shifted(env)}  # the ports the stack runs on (HYBRIDSEARCH_TEST_PORT_SHIFT)
 
 
 # A fresh machine embeds each corpus once (cacm: 3,204 documents), well past the suite's 300 s default.

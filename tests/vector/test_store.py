@@ -142,6 +142,25 @@ async def test_store_specific_chunk_ids_keep_writes_idempotent_and_deletes_compl
     assert (await store.stats("docs")).chunks == 0
 
 
+def tagged(doc_id: str, i: int, tags: str, lang: str = "en") -> common_pb2.Chunk:
+    return common_pb2.Chunk(chunk_id=f"{doc_id}#0", doc_id=doc_id, position=0, text=doc_id, content_hash="h",
+                            metadata={"topics": tags, "lang": lang})
+
+
+async def test_tag_search_matches_tags_exactly_and_ranks_by_matched_count(store):
+    chunks = [tagged("both", 0, "Postgres, Indexing"), tagged("one", 1, "postgres"),
+              tagged("near", 2, "postgresql, index"), tagged("de", 3, "postgres, indexing", lang="de")]
+    await store.write("tags", chunks, np.stack([unit(i) for i in range(4)]), tags_field="topics")
+    found = await store.tag_search("tags", ["postgres", "indexing"], 10, [])
+    assert [(p["doc_id"], n) for p, n in found][:2] in ([("both", 2), ("de", 2)],)
+    assert [p["doc_id"] for p, _ in found] == ["both", "de", "one"]  # "postgresql" and "index" do not match
+    lang_en = [common_pb2.MetadataFilter(field="lang", equals="en")]
+    assert [p["doc_id"] for p, _ in await store.tag_search("tags", ["postgres", "indexing"], 10, lang_en)] == ["both", "one"]
+    assert [p["doc_id"] for p, _ in await store.tag_search("tags", ["postgres"], 1, [])] == ["both"]
+    assert await store.tag_search("tags", ["mysql"], 10, []) == []
+    assert await store.tag_search("missing", ["postgres"], 10, []) == []
+
+
 async def test_the_collection_keeps_what_local_mode_keeps(local_store):
     store = local_store
     assert store.name == "qdrant-local"
@@ -177,6 +196,7 @@ def test_payload_indexes_cover_doc_id_position_and_filter_fields():
     assert payload_indexes(PRODUCTION) == {
         "doc_id": models.PayloadSchemaType.KEYWORD, "position": models.PayloadSchemaType.INTEGER,
         "meta.lang": models.PayloadSchemaType.KEYWORD, "meta.source": models.PayloadSchemaType.KEYWORD,
+        "tags": models.PayloadSchemaType.KEYWORD,
     }
 
 
@@ -263,7 +283,8 @@ async def test_server_mode_sends_the_configured_collection_and_search_params(rec
     indexes = {r.field_name: r.field_type for r in servicer.requests
                if isinstance(r, qgrpc.CreateFieldIndexCollection)}
     keyword, integer = qgrpc.FieldType.FieldTypeKeyword, qgrpc.FieldType.FieldTypeInteger
-    assert indexes == {"doc_id": keyword, "position": integer, "meta.lang": keyword, "meta.source": keyword}
+    assert indexes == {"doc_id": keyword, "position": integer, "meta.lang": keyword, "meta.source": keyword,
+                       "tags": keyword}
 
     (batch,) = [r for r in servicer.requests if isinstance(r, qgrpc.QueryBatchPoints)]
     assert len(batch.query_points) == 2

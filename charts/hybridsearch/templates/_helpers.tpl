@@ -162,6 +162,9 @@ Args: root, name, component.
 {{- end }}
 {{- $_ = set $env "OTEL_RESOURCE_ATTRIBUTES" (join "," $attrs) }}
 {{- range $key, $val := include "hybridsearch.accessEnv" . | fromYaml }}{{- $_ = set $env $key $val }}{{- end }}
+{{- with $v.collections }}
+{{- $_ = set $env "HYBRIDSEARCH_COLLECTIONS" (toJson .) }}
+{{- end }}
 {{- /* values.config: sections become HYBRIDSEARCH_<SECTION>__<NAME>, top-level keys HYBRIDSEARCH_<NAME>. */}}
 {{- range $key, $val := $v.config }}
 {{- if kindIs "map" $val }}

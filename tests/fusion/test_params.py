@@ -1,4 +1,4 @@
-"""Per-request fusion overrides: unset means the configured default, 0 is a value, bad values are refused."""
+"""Fusion parameters: resolved once (unset means the configured default, 0 is a value, bad values are refused), then used as given."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from hybridsearch.common.config import FusionSettings
 from hybridsearch.common.validation import InvalidArgument
-from hybridsearch.fusion.service import params_from_settings, params_to_proto, resolve_params
+from hybridsearch.fusion.params import params_from_proto, params_from_settings, params_to_proto, resolve_params
 from hybridsearch.v1 import fusion_pb2
 
 
@@ -35,3 +35,19 @@ def test_what_was_applied_round_trips():
     # The wire carries float32: equal to that precision.
     numbers = [n for n, v in vars(params).items() if isinstance(v, float)]
     assert [getattr(again, n) for n in numbers] == pytest.approx([getattr(params, n) for n in numbers], rel=1e-6)
+
+
+def test_the_service_uses_a_resolved_config_as_given():
+    params = resolve_params(fusion_pb2.FusionConfig(rrf_k=7, tag_weight=0.0), FusionSettings())
+    given = params_from_proto(params_to_proto(params))
+    assert given.rrf_k == 7 and given.tag_weight == 0.0 and given.method == params.method
+    assert given.bm25_weight == pytest.approx(FusionSettings().bm25_weight)
+
+
+def test_the_service_refuses_an_unresolved_config():
+    with pytest.raises(InvalidArgument, match="not resolved: method, rrf_k"):
+        params_from_proto(fusion_pb2.FusionConfig())
+    partial = params_to_proto(resolve_params(fusion_pb2.FusionConfig(), FusionSettings()))
+    partial.ClearField("hyde_weight")
+    with pytest.raises(InvalidArgument, match="hyde_weight unset"):
+        params_from_proto(partial)

@@ -1,0 +1,90 @@
+"""The blocking client of the gateway: search, upsert (batched or streamed), delete, stats, explain.
+
+    from hybridsearch.client import GatewayClient
+    with GatewayClient("127.0.0.1:50051") as client:
+        client.upsert("notes", [document("n1", "Reciprocal rank fusion merges ranked lists.")])
+        for hit in client.search("rank fusion", collection="notes", top_k=5).hits:
+            print(hit.doc_id, hit.score)
+
+Every call has a deadline (`timeout`, seconds); UNAVAILABLE is retried by gRPC's retry policy (every
+public RPC is idempotent: upserts are keyed by content hash); other errors raise the typed exceptions
+of hybridsearch.client.errors at once. TLS and the API key come from settings (HYBRIDSEARCH_API_KEY,
+HYBRIDSEARCH_TLS__*) or the arguments: common/access.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import grpc
+
+from hybridsearch.client.errors import from_rpc_error
+from hybridsearch.client.requests import add_counts, search_request, upsert_requests
+from hybridsearch.common.access import gateway_channel
+from hybridsearch.common.config import Settings, get_settings
+from hybridsearch.common.server import CHANNEL_OPTIONS, RETRY_OPTIONS
+from hybridsearch.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
+
+SEARCH_TIMEOUT_S = 60.0
+WRITE_TIMEOUT_S = 900.0  # one batch: chunked, embedded and written to both stores before the answer
+
+
+def _call(method, request, timeout: float | None):
+    try:
+        return method(request, timeout=timeout)
+    except grpc.RpcError as err:
+        raise from_rpc_error(err) from err
+
+
+class GatewayClient:
+    def __init__(self, address: str | None = None, api_key: str | None = None, *,
+                 settings: Settings | None = None) -> None:
+        settings = settings or get_settings()
+        self.address = address or settings.endpoints.addr("gateway")
+        self.channel = gateway_channel(self.address, [*CHANNEL_OPTIONS, *RETRY_OPTIONS], key=api_key, settings=settings)
+        self.search_stub = search_pb2_grpc.SearchServiceStub(self.channel)
+        self.ingest_stub = ingest_pb2_grpc.IngestServiceStub(self.channel)
+
+    def search(self, query: str | search_pb2.SearchRequest, *, timeout: float = SEARCH_TIMEOUT_S,
+               **options) -> search_pb2.SearchResponse:
+        """A search: a query and keyword options (client.requests.search_request), or a SearchRequest."""
+        request = query if isinstance(query, search_pb2.SearchRequest) else search_request(query, **options)
+        return _call(self.search_stub.Search, request, timeout)
+
+    def explain(self, query: str, *, timeout: float = SEARCH_TIMEOUT_S, **options) -> search_pb2.SearchResponse:
+        """The search with its explanation (`client.requests.explain_lines(response)` reads it out)."""
+        return self.search(query, timeout=timeout, explain=True, **options)
+
+    def upsert(self, collection: str, documents: Iterable[ingest_pb2.Document], batch_size: int = 64,
+               on_batch: Callable[[ingest_pb2.UpsertResponse], None] | None = None,
+               timeout: float = WRITE_TIMEOUT_S) -> ingest_pb2.UpsertResponse:
+        """Writes documents in batches, each acknowledged by both stores; returns the summed counts."""
+        total = ingest_pb2.UpsertResponse()
+        for request in upsert_requests(collection, documents, batch_size):
+            part = _call(self.ingest_stub.Upsert, request, timeout)
+            add_counts(total, part)
+            if on_batch:
+                on_batch(part)
+        return total
+
+    index = upsert  # the earlier name
+
+    def upsert_stream(self, collection: str, documents: Iterable[ingest_pb2.Document], batch_size: int = 64,
+                      timeout: float = WRITE_TIMEOUT_S) -> ingest_pb2.UpsertResponse:
+        """One client stream of batches: a failure names what was committed (errors.HybridSearchError.message)."""
+        return _call(self.ingest_stub.UpsertStream, upsert_requests(collection, documents, batch_size), timeout)
+
+    def delete(self, collection: str, ids: list[str], timeout: float = SEARCH_TIMEOUT_S) -> ingest_pb2.DeleteResponse:
+        return _call(self.ingest_stub.Delete, ingest_pb2.DeleteRequest(collection=collection, ids=ids), timeout)
+
+    def stats(self, collection: str, timeout: float = SEARCH_TIMEOUT_S) -> ingest_pb2.StatsResponse:
+        return _call(self.ingest_stub.Stats, ingest_pb2.StatsRequest(collection=collection), timeout)
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> GatewayClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,28 @@
+"""The BM25 leg: the original query and the lexical variants, on the BM25 service."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hybridsearch.v1 import common_pb2
+
+MODES = frozenset({common_pb2.RETRIEVAL_MODE_BM25, common_pb2.RETRIEVAL_MODE_HYBRID})
+
+
+@dataclass(frozen=True)
+class Bm25Leg:
+    leg: int = common_pb2.LEG_BM25
+    name: str = "bm25"
+    part: str = "bm25"
+    off: str = "mode"
+    kinds: frozenset[int] = frozenset({common_pb2.QUERY_KIND_ORIGINAL, common_pb2.QUERY_KIND_LEXICAL_VARIANT})
+
+    def used_by(self, plan) -> bool:
+        return plan.mode in MODES
+
+    def request(self, base, plan, settings):
+        base.fuzzy = plan.fuzzy  # typo tolerance: fuzzy and prefix terms (bm25/fuzzy.py)
+        return base
+
+    def call(self, backends, request, timeout):
+        return backends.bm25.Search(request, timeout=timeout)

@@ -1,0 +1,114 @@
+"""Paging that holds: the first page's order is kept, later pages read it through an opaque signed token.
+
+A search that has more hits than its page stores the whole fused (and reranked) order in Redis under a
+random id, with a TTL, and answers `next_page_token`. A request carrying that token reads the next page
+from the stored order instead of running the query again, so a write, a fallback or a cache expiry
+between two pages can neither repeat nor skip a hit while the token lives.
+
+A token is `base64url(payload).base64url(HMAC-SHA256(secret, payload)[:16])`; the payload names the
+stored order, the offset of the page it asks for, the query it belongs to (a digest of the request's
+query, collection and options) and when it expires. A token that was altered, belongs to another query,
+or outlived its order is INVALID_ARGUMENT with a message saying which; nothing in a token is trusted
+without its signature.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import time
+from dataclasses import dataclass
+
+from hybridsearch.common.validation import InvalidArgument
+from hybridsearch.v1 import search_pb2
+
+TOKEN_VERSION = 1
+MAX_TOKEN_CHARS = 512
+KEY_PREFIX = "hybridsearch:page:"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def request_digest(request: search_pb2.SearchRequest) -> str:
+    """What makes two requests the same query for paging: everything but the page's own position."""
+    shape = search_pb2.SearchRequest()
+    shape.CopyFrom(request)
+    shape.ClearField("offset")
+    shape.ClearField("page_token")
+    shape.ClearField("top_k")
+    shape.ClearField("explain")
+    return hashlib.sha256(shape.SerializeToString(deterministic=True)).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class PageToken:
+    order_id: str   # the stored order's key (random)
+    offset: int     # the first hit of the page this token asks for
+    digest: str     # request_digest of the query it belongs to
+    expires: float  # epoch seconds
+
+
+class PageTokens:
+    """Signs and checks page tokens with one secret (shared by every gateway replica)."""
+
+    def __init__(self, secret: bytes, ttl_s: float) -> None:
+        if len(secret) < 16:
+            raise ValueError("the paging secret must be at least 16 bytes")
+        self.secret, self.ttl_s = secret, ttl_s
+
+    def new_order_id(self) -> str:
+        return secrets.token_hex(12)
+
+    def _sign(self, payload: bytes) -> bytes:
+        return hmac.new(self.secret, payload, hashlib.sha256).digest()[:16]
+
+    def issue(self, order_id: str, offset: int, digest: str, now: float | None = None) -> str:
+        expires = (now if now is not None else time.time()) + self.ttl_s
+        payload = json.dumps({"v": TOKEN_VERSION, "id": order_id, "o": offset, "d": digest, "e": round(expires)},
+                             separators=(",", ":")).encode()
+        return f"{_b64(payload)}.{_b64(self._sign(payload))}"
+
+    def check(self, token: str, digest: str, now: float | None = None) -> PageToken:
+        """The token's contents, or InvalidArgument saying what is wrong with it."""
+        if len(token) > MAX_TOKEN_CHARS or token.count(".") != 1:
+            raise InvalidArgument("page_token is not a page token of this service")
+        body, signature = token.split(".")
+        try:
+            payload, mac = _unb64(body), _unb64(signature)
+        except (ValueError, UnicodeEncodeError):
+            raise InvalidArgument("page_token is not a page token of this service") from None
+        if not hmac.compare_digest(mac, self._sign(payload)):
+            raise InvalidArgument("page_token was altered or issued by another deployment (its signature does not match)")
+        fields = json.loads(payload)
+        if fields.get("v") != TOKEN_VERSION:
+            raise InvalidArgument(f"page_token version {fields.get('v')} is not understood; run the search again")
+        if (now if now is not None else time.time()) > fields["e"]:
+            raise InvalidArgument("page_token expired; run the search again for a fresh first page")
+        if fields["d"] != digest:
+            raise InvalidArgument("page_token belongs to another query (query, collection or options differ)")
+        return PageToken(order_id=fields["id"], offset=int(fields["o"]), digest=fields["d"], expires=fields["e"])
+
+
+class PageStore:
+    """Stored orders in Redis (a `redis.asyncio` client), each with the tokens' TTL."""
+
+    def __init__(self, client, ttl_s: float) -> None:
+        self.client, self.ttl_s = client, ttl_s
+
+    async def save(self, order_id: str, order: search_pb2.StoredOrder) -> None:
+        await self.client.set(KEY_PREFIX + order_id, order.SerializeToString(), ex=max(1, round(self.ttl_s)))
+
+    async def load(self, order_id: str) -> search_pb2.StoredOrder:
+        raw = await self.client.get(KEY_PREFIX + order_id)
+        if raw is None:
+            raise InvalidArgument("page_token expired (its stored order is gone); run the search again")
+        return search_pb2.StoredOrder.FromString(raw)

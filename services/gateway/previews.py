@@ -1,0 +1,105 @@
+"""What a reader of a hit sees: a preview window with highlights, whether it is the complete text, the
+full text of high-confidence hits, and the answer's counts line and tag distribution (Gnosis' previews).
+
+Highlights match the query's analysed terms (the BM25 analyzer: lowercase, stopwords, Snowball stems), so
+"ranking" in a query marks "ranked" and "ranks" in the text. Offsets are Python string indexes (code
+points) into the preview's snippet, half-open [start, end). Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from hybridsearch.bm25.analyzer import TOKEN, EnglishAnalyzer
+from hybridsearch.v1 import common_pb2
+
+SNIPPET_CHARS = 300
+MARK = ("<mark>", "</mark>")
+# Gnosis: the full text rides along for hits the reranker is sure of and that are short enough to read.
+FULL_TEXT_MIN_RERANK = 0.80
+FULL_TEXT_MAX_CHARS = 2048
+FULL_TEXT_TOP = {common_pb2.EFFORT_FAST: 3, common_pb2.EFFORT_BALANCED: 3, common_pb2.EFFORT_THOROUGH: 5}
+
+
+@dataclass(frozen=True)
+class Preview:
+    snippet: str
+    highlights: list[tuple[int, int]] = field(default_factory=list)  # into snippet
+    complete: bool = False  # the snippet is the whole text (nothing cut)
+
+    @property
+    def marked(self) -> str:
+        """The snippet with each highlight wrapped in <mark>…</mark>."""
+        out, last = [], 0
+        for start, end in self.highlights:
+            out += [self.snippet[last:start], MARK[0], self.snippet[start:end], MARK[1]]
+            last = end
+        out.append(self.snippet[last:])
+        return "".join(out)
+
+
+def query_terms(query: str, analyzer: EnglishAnalyzer) -> frozenset[str]:
+    return frozenset(analyzer.analyze(query))
+
+
+def term_spans(text: str, terms: frozenset[str], analyzer: EnglishAnalyzer) -> list[tuple[int, int]]:
+    """Spans of the words of `text` whose analysed form is one of `terms`."""
+    if not terms:
+        return []
+    spans = []
+    for match in TOKEN.finditer(text):
+        analysed = analyzer.analyze(match.group())
+        if analysed and analysed[0] in terms:
+            spans.append(match.span())
+    return spans
+
+
+def _best_window(spans: list[tuple[int, int]], length: int, width: int) -> int:
+    """Start of the `width`-character window holding the most highlighted words (earliest on ties)."""
+    best_start, best_count, j = 0, 0, 0
+    for i, (start, _) in enumerate(spans):
+        while j < len(spans) and spans[j][1] <= start + width:
+            j += 1
+        if j - i > best_count:
+            best_start, best_count = start, j - i
+    # Some context before the first highlight, unless the window would run past the end anyway.
+    return max(0, min(best_start - width // 5, length - width))
+
+
+def preview(query: str, text: str, analyzer: EnglishAnalyzer, width: int = SNIPPET_CHARS) -> Preview:
+    """The densest `width`-character window of `text` for the query, cut at word boundaries, highlighted."""
+    text = " ".join(text.split())
+    terms = query_terms(query, analyzer)
+    spans = term_spans(text, terms, analyzer)
+    if len(text) <= width:
+        return Preview(text, spans, complete=True)
+    start = _best_window(spans, len(text), width) if spans else 0
+    if start:
+        start = text.rfind(" ", 0, start) + 1
+    end = start + width
+    if end < len(text) and text[end] != " ":
+        cut = text.rfind(" ", start, end)
+        end = cut if cut > start else end
+    body = text[start:end].rstrip()
+    prefix = "…" if start else ""
+    shift = len(prefix) - start
+    inside = [(s + shift, e + shift) for s, e in spans if s >= start and e <= start + len(body)]
+    return Preview(prefix + body + "…", inside, complete=False)
+
+
+def include_full_text(rank: int, rerank_score: float, reranked: bool, text_chars: int, effort: int) -> bool:
+    """Whether the hit at 0-based `rank` carries its full text: reranked with confidence, short, near the top."""
+    top = FULL_TEXT_TOP.get(effort, FULL_TEXT_TOP[common_pb2.EFFORT_BALANCED])
+    return reranked and rerank_score > FULL_TEXT_MIN_RERANK and text_chars < FULL_TEXT_MAX_CHARS and rank < top
+
+
+def counts_line(reranked: int, candidates: int, returned: int) -> str:
+    return f"Reranked {reranked} of {candidates}, returned {returned}"
+
+
+def tag_distribution(tag_values: Iterable[str]) -> dict[str, int]:
+    """How many hits carry each tag (comma-separated values, trimmed, case kept), most frequent first."""
+    counts = Counter(t.strip() for value in tag_values for t in value.split(",") if t.strip())
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

@@ -1,0 +1,45 @@
+"""The interface between the vector service and its engine (embedder + store: qdrant-edge, Qdrant),
+the same shape as the BM25 service's (bm25.engine.LexicalEngine)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from hybridsearch.common.stores import EngineStats, UpsertResult
+from hybridsearch.v1 import common_pb2
+
+
+class DenseEngine(Protocol):
+    """A vector engine. Chunks of one document are always replaced together."""
+
+    name: str
+    store: object  # the chunk store (its `name` is the engine's in the tag leg's status)
+
+    async def upsert(self, collection: str, chunks: list[common_pb2.Chunk]) -> UpsertResult: ...
+
+    async def delete(self, collection: str, doc_ids: list[str]) -> tuple[int, int]:
+        """Returns (documents deleted, chunks deleted)."""
+        ...
+
+    async def search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int,
+                     filters: list[common_pb2.MetadataFilter], feedback_docs: int = 0,
+                     timings: dict[str, float] | None = None,
+                     metadata_fields: tuple[str, ...] = ()) -> list[common_pb2.RankedList]:
+        """One ranked list per query (+ Rocchio's with feedback_docs); `timings` gets the parts' ms."""
+        ...
+
+    async def tag_search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int,
+                         filters: list[common_pb2.MetadataFilter],
+                         metadata_fields: tuple[str, ...] = ()) -> list[common_pb2.RankedList]:
+        """One LEG_TAG list per query: exact tag matches, by matched tag count."""
+        ...
+
+    async def stats(self, collection: str) -> EngineStats: ...
+
+    async def content_hashes(self, collection: str, doc_ids: list[str]) -> dict[str, str]: ...
+
+    async def list_documents(self, collection: str) -> list[common_pb2.StoredDocument]: ...
+
+    async def get_chunks(self, collection: str, doc_ids: list[str]) -> list[common_pb2.Chunk]: ...
+
+    async def close(self) -> None: ...

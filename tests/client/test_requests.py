@@ -1,0 +1,52 @@
+"""The request builders the clients share: keyword options to protos, and back to words."""
+
+from __future__ import annotations
+
+import pytest
+
+from hybridsearch.client import Not, document, explain_lines, search_request
+from hybridsearch.v1 import common_pb2, search_pb2
+
+
+def test_defaults_leave_the_server_to_decide():
+    request = search_request("q")
+    assert request.collection == "default" and not request.HasField("top_k") and not request.HasField("rerank")
+    assert (request.mode, request.effort, request.offset) == (0, 0, 0)
+
+
+def test_keywords_map_to_the_proto():
+    request = search_request("q", collection="c", top_k=5, mode="bm25", effort="THOROUGH", rerank=False,
+                             fusion={"rrf_k": 30, "bm25_weight": 0.0}, offset=10, explain=True)
+    assert (request.top_k, request.mode, request.effort) == (5, common_pb2.RETRIEVAL_MODE_BM25, common_pb2.EFFORT_THOROUGH)
+    assert request.HasField("rerank") and not request.rerank
+    assert request.fusion.rrf_k == 30 and request.fusion.HasField("bm25_weight")  # 0 is a value, not "unset"
+    assert request.offset == 10 and request.explain
+
+
+def test_filters_from_a_mapping():
+    filters = search_request("q", filters={"lang": "en", "team": ["a", "b"], "status": Not("draft")}).filters
+    assert [f.WhichOneof("condition") for f in filters] == ["equals", "any_of", "not_equals"]
+    assert list(filters[1].any_of.values) == ["a", "b"] and filters[2].not_equals == "draft"
+
+
+def test_unknown_mode_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown mode 'dense'; one of bm25, vector, hybrid"):
+        search_request("q", mode="dense")
+
+
+def test_newer_fields_pass_through_by_name():
+    field = next(f for f in search_pb2.SearchRequest.DESCRIPTOR.fields if f.name == "explain")
+    assert search_request("q", **{field.name: True}).explain
+
+
+def test_document_metadata_values_are_strings():
+    doc = document("a", "text", title="T", year=2024)
+    assert (doc.id, doc.title, doc.text, dict(doc.metadata)) == ("a", "T", "text", {"year": "2024"})
+
+
+def test_explain_lines_read_an_answer():
+    response = search_pb2.SearchResponse(
+        legs=[search_pb2.LegStatus(name="bm25", state=search_pb2.LEG_STATE_OK, reason="tantivy")],
+        explain=search_pb2.Explanation(timings=[search_pb2.StageTiming(stage="fusion", ms=1.25)]),
+        notices=["reranker skipped"])
+    assert explain_lines(response) == ["bm25: ok (tantivy)", "timings: fusion 1.2 ms", "notice: reranker skipped"]

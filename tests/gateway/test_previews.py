@@ -1,0 +1,65 @@
+"""Previews: stemmed highlights, the densest window, the complete flag, full text, counts, tags."""
+
+from __future__ import annotations
+
+import pytest
+
+from hybridsearch.bm25.analyzer import EnglishAnalyzer
+from hybridsearch.gateway.previews import (
+    counts_line,
+    include_full_text,
+    preview,
+    tag_distribution,
+)
+from hybridsearch.v1 import common_pb2
+
+ANALYZER = EnglishAnalyzer("porter", "en_plus")
+
+
+def highlighted(p) -> list[str]:
+    return [p.snippet[s:e] for s, e in p.highlights]
+
+
+def test_short_text_is_complete_and_highlights_stemmed_forms():
+    p = preview("ranking lists", "Reciprocal rank fusion ranks each list; the ranked lists merge.", ANALYZER)
+    assert p.complete and p.snippet.startswith("Reciprocal")
+    assert highlighted(p) == ["rank", "ranks", "list", "ranked", "lists"]
+    assert p.marked.startswith("Reciprocal <mark>rank</mark> fusion <mark>ranks</mark> each <mark>list</mark>;")
+
+
+def test_stopwords_are_not_highlighted():
+    p = preview("the fusion of lists", "The fusion of the lists.", ANALYZER)
+    assert highlighted(p) == ["fusion", "lists"]
+
+
+def test_long_text_gets_the_densest_window_cut_at_words():
+    filler = "lorem ipsum dolor sit amet " * 40
+    text = filler + "here vector search and vector indexes meet hybrid vector ranking " + filler
+    p = preview("vector ranking", text, ANALYZER, width=120)
+    assert not p.complete and p.snippet.startswith("…") and p.snippet.endswith("…")
+    assert highlighted(p).count("vector") == 3 and "ranking" in highlighted(p)
+    assert all(p.snippet[s - 1] in " …" for s, _ in p.highlights)  # whole words only
+    assert len(p.snippet) <= 122
+
+
+def test_no_match_starts_at_the_beginning():
+    p = preview("zebra", "word " * 100, ANALYZER, width=50)
+    assert p.snippet.startswith("word") and p.highlights == [] and not p.complete
+
+
+@pytest.mark.parametrize("rank, score, reranked, chars, effort, expected", [
+    (0, 0.9, True, 500, common_pb2.EFFORT_BALANCED, True),
+    (2, 0.81, True, 2047, common_pb2.EFFORT_BALANCED, True),
+    (3, 0.95, True, 100, common_pb2.EFFORT_BALANCED, False),   # top 3 standard
+    (4, 0.95, True, 100, common_pb2.EFFORT_THOROUGH, True),    # top 5 deep
+    (0, 0.80, True, 100, common_pb2.EFFORT_BALANCED, False),   # above 0.80, not at it
+    (0, 0.99, True, 2048, common_pb2.EFFORT_BALANCED, False),  # under 2,048 characters
+    (0, 0.99, False, 100, common_pb2.EFFORT_BALANCED, False),  # only what the reranker judged
+])
+def test_full_text_rule(rank, score, reranked, chars, effort, expected):
+    assert include_full_text(rank, score, reranked, chars, effort) is expected
+
+
+def test_counts_line_and_tags():
+    assert counts_line(20, 143, 10) == "Reranked 20 of 143, returned 10"
+    assert tag_distribution(["search, fusion", "fusion", "", "rerank,fusion "]) == {"fusion": 3, "rerank": 1, "search": 1}

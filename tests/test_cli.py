@@ -1,0 +1,97 @@
+"""`hybridsearch query`: GNO's flags, each shown working through the real stack; filter parsing and
+highlight markup as units."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import typer
+from stacks import client_environment
+
+from hybridsearch.cli import SAMPLE_CORPUS, highlighted, parse_filters
+from hybridsearch.client import Not
+from hybridsearch.corpus import read_folder
+from hybridsearch.v1 import search_pb2
+
+COLLECTION = "cli-docs"
+
+
+def test_parse_filters():
+    assert parse_filters(["lang=en", "team=a", "team=b", "status!=draft"]) == {
+        "status": Not("draft"), "lang": "en", "team": ["a", "b"]}
+    assert parse_filters(["expr=a=b"]) == {"expr": "a=b"}
+    with pytest.raises(typer.BadParameter, match="expected field=value"):
+        parse_filters(["lang"])
+
+
+def test_highlighted_markup_escapes_text():
+    snippet = "rank [fusion] ranks"
+    spans = [search_pb2.Highlight(start=0, end=4), search_pb2.Highlight(start=14, end=19)]
+    assert highlighted(snippet, spans) == "[bold yellow]rank[/] \\[fusion] [bold yellow]ranks[/]"
+
+
+@pytest.fixture(scope="module")
+def cli(stack, gateway):
+    docs = list(read_folder(SAMPLE_CORPUS))
+    for i, doc in enumerate(docs):
+        doc.metadata["parity"] = "even" if i % 2 == 0 else "odd"
+    gateway.index(COLLECTION, docs)
+    with client_environment(stack):
+        env = dict(os.environ)
+
+    def run(*args: str) -> dict | str:
+        result = subprocess.run([sys.executable, "-m", "hybridsearch.cli", "query", *args, "-c", COLLECTION],
+                                env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout) if "--json" in args else result.stdout
+    return run
+
+
+@pytest.mark.stack
+def test_json_answers_the_search(cli):
+    answer = cli("reciprocal rank fusion", "--json", "-n", "3")
+    assert len(answer["hits"]) == 3 and answer["legs"]
+
+
+@pytest.mark.stack
+def test_no_rerank_skips_the_reranker(cli):
+    legs = {leg["name"]: leg["state"] for leg in cli("rank fusion", "--json", "--no-rerank")["legs"]}
+    assert legs["rerank"] == "LEG_STATE_SKIPPED"
+
+
+@pytest.mark.stack
+def test_min_score_drops_low_hits(cli):
+    every = cli("rank fusion", "--json", "--effort", "fast", "-n", "20")["hits"]
+    scores = sorted(h.get("score", 0.0) for h in every)  # JSON leaves out zeros
+    cut = scores[len(scores) // 2]
+    kept = cli("rank fusion", "--json", "--effort", "fast", "-n", "20", "--min-score", str(cut))["hits"]
+    assert kept and len(kept) < len(every) and all(h.get("score", 0.0) >= cut for h in kept)
+
+
+@pytest.mark.stack
+def test_offset_pages(cli):
+    first = [h["doc_id"] for h in cli("rank fusion", "--json", "--effort", "fast", "-n", "4")["hits"]]
+    second = [h["doc_id"] for h in cli("rank fusion", "--json", "--effort", "fast", "-n", "2", "--offset", "2")["hits"]]
+    assert second == first[2:4]
+
+
+@pytest.mark.stack
+def test_filter_keeps_matching_documents(cli):
+    def ids(*filters: str) -> set[str]:
+        args = [x for f in filters for x in ("--filter", f)]
+        return {h["doc_id"] for h in cli("rank fusion", "--json", "--effort", "fast", "-n", "20", *args)["hits"]}
+
+    odd, even, not_odd = ids("parity=odd"), ids("parity=even"), ids("parity!=odd")
+    assert odd and even and not odd & even
+    assert not_odd == even
+    assert ids("parity=odd", "parity=even") == ids()  # a field repeated: any of its values
+
+
+@pytest.mark.stack
+def test_plain_output_lists_hits_and_legs(cli):
+    out = cli("reciprocal rank fusion", "-n", "2")
+    assert " 1. " in out and " 2. " in out and "bm25: ok" in out
