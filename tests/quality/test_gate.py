@@ -8,6 +8,7 @@ Try it: `HYBRIDSEARCH_FUSION__BM25_WEIGHT=0.1 make test-quality` starves the BM2
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
