@@ -30,10 +30,12 @@ class BenchMode:
     effort: int = common_pb2.EFFORT_UNSPECIFIED
     rerank: bool | None = None
 
-    def request(self, query: str, collection: str) -> search_pb2.SearchRequest:
+    def request(self, query: str, collection: str, fuzzy: bool | None = None) -> search_pb2.SearchRequest:
         req = search_pb2.SearchRequest(query=query, collection=collection, top_k=DEPTH, mode=self.mode, effort=self.effort)
         if self.rerank is not None:
             req.rerank = self.rerank
+        if fuzzy is not None:  # unset: the collection's default
+            req.fuzzy = fuzzy
         return req
 
 
@@ -82,13 +84,13 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def run_mode(client: GatewayClient, bench_mode: BenchMode, queries: dict[str, str], qrels, collection: str,
-             ignore_identical: bool, progress=None) -> dict:
+             ignore_identical: bool, progress=None, fuzzy: bool | None = None) -> dict:
     run: dict[str, dict[str, float]] = {}
     latencies = []
     expansion = Counter()  # how each query was expanded (llm:<model>, prf, a skip reason, a failure)
     for qid, text in queries.items():
         start = time.perf_counter()
-        response = client.search(bench_mode.request(text, collection))
+        response = client.search(bench_mode.request(text, collection, fuzzy))
         latencies.append((time.perf_counter() - start) * 1000)
         for leg in response.legs:
             if leg.name == "expansion":

@@ -131,6 +131,9 @@ def query(
     explain: bool = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     language: Annotated[str, typer.Option(help="the query's language (en, de, ...); default: detected")] = "",
+    fuzzy: Annotated[Optional[bool], typer.Option("--fuzzy/--no-fuzzy",
+                     help="typo tolerance: fuzzy and prefix terms, a corrected query for the vector leg "
+                          "(default: the collection's setting)")] = None,
 ):
     """Search one or more collections through the gateway."""
     from hybridsearch.client import HybridSearchError, search_request
@@ -144,6 +147,8 @@ def query(
         raise typer.BadParameter(str(err)) from None
     if expand is not None:
         request.expand = expand
+    if fuzzy is not None:
+        request.fuzzy = fuzzy
     if page_token:
         request.page_token = page_token
     if language:
@@ -223,6 +228,10 @@ def bench(
                                 help="drop a hit whose id equals the query id (default: on for arguana)")] = None,
     start: Annotated[Optional[bool], typer.Option("--start/--no-start", help="start a stack when none is running")] = None,
     limit: Annotated[int, typer.Option(help="only the first N judged queries (0 = all)")] = 0,
+    typos: Annotated[Optional[int], typer.Option(help="typo the queries with this seed (quality/typos.py)")] = None,
+    typo_rate: Annotated[float, typer.Option(help="with --typos: the share of words of 4+ letters hit")] = 0.3,
+    fuzzy: Annotated[Optional[bool], typer.Option("--fuzzy/--no-fuzzy",
+                     help="typo tolerance in the BM25 leg (default: the collection's setting)")] = None,
 ):
     """Bench nDCG@10, Recall@100, MRR@10 and latency per mode on a BEIR-layout folder."""
     from hybridsearch.bench import BENCH_MODES, collection_name, ensure_indexed, run_mode
@@ -249,6 +258,10 @@ def bench(
         if limit:
             queries = dict(list(queries.items())[:limit])
             qrels = {q: qrels[q] for q in queries}
+        if typos is not None:
+            from hybridsearch.quality.typos import typo_queries
+
+            queries = typo_queries(queries, typos, typo_rate)
         with _progress() as progress:
             task = progress.add_task(f"indexing {folder.name}", total=None)
             ensure_indexed(client, folder, collection, progress=lambda n: progress.advance(task, n))
@@ -256,11 +269,12 @@ def bench(
             for mode in wanted:
                 t = progress.add_task(f"{mode:>9}", total=len(queries))
                 results[mode] = run_mode(client, BENCH_MODES[mode], queries, qrels, collection, ignore,
-                                         progress=lambda t=t: progress.advance(t))
+                                         progress=lambda t=t: progress.advance(t), fuzzy=fuzzy)
     finally:
         if stack is not None:
             stack.stop()
-    report = {"dataset": folder.resolve().name, "ignore_identical_ids": ignore, "modes": results}
+    report = {"dataset": folder.resolve().name, "ignore_identical_ids": ignore, "modes": results,
+              "typos": typos, "typo_rate": typo_rate if typos is not None else None, "fuzzy": fuzzy}
     if as_json:
         print(json.dumps(report, indent=2))
         return

@@ -39,6 +39,8 @@ STACK_ENV = {
         "boosted": {"boosts": [{"field": "type", "value": "decision", "fusion": 1.3, "rerank": 1.25},
                                {"field": "status", "value": "done", "fusion": 0.6, "rerank": 0.7}]},
         "docs-de": {"language": "de"},
+        "code-fields": {"fields": {"summary": 2.0, "name": 1.5, "path": 0.5}},  # CodeRAG's field boosts
+        "typo-default": {"fuzzy": True},
     }),
 }
 

@@ -28,3 +28,12 @@ def test_query_time_settings_reuse_the_index():
     bm25s = Settings(bm25={"engine": "bm25s", "k1": 0.9, "b": 0.4})  # k1 and b are query-time on bm25s
     assert collection_name(FOLDER, bm25s) == collection_name(FOLDER, Settings(bm25={"engine": "bm25s"}))
     assert collection_name(FOLDER, Settings()).startswith("bench-scifact-")
+
+
+def test_bench_requests_leave_fuzzy_to_the_collection_unless_told():
+    from hybridsearch.bench import BENCH_MODES
+
+    assert not BENCH_MODES["bm25"].request("q", "c").HasField("fuzzy")
+    assert BENCH_MODES["bm25"].request("q", "c", fuzzy=True).fuzzy is True
+    off = BENCH_MODES["default"].request("q", "c", fuzzy=False)
+    assert off.HasField("fuzzy") and off.fuzzy is False

@@ -4,11 +4,15 @@ Every write lands in SQLite (WAL, one transaction per request) before it is ackn
 bm25s index (Lucene's BM25 variant, configurable k1/b) is derived from the stored analyzed tokens
 and rebuilt lazily on the first search after a write, so a batch of writes costs one rebuild.
 An optional title field adds `title_boost` x BM25(title) to the flat title+heading+text score.
+With typo tolerance (`fuzzy`), a query word the vocabulary lacks matches its nearest vocabulary terms
+(fuzzy.py), each weighted below 1. Declared text fields (`CollectionConfig.fields`) are not supported
+here: the service refuses to start with them (service.build_engine); use the tantivy engine.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 import logging
 import sqlite3
@@ -20,6 +24,7 @@ import bm25s
 import numpy as np
 
 from hybridsearch.bm25.analyzer import Analyzer, Analyzers
+from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
 from hybridsearch.common.stores import (
     EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, picked_metadata, stored_documents,
 )
@@ -57,6 +62,23 @@ class _Index:
     metadata: list[dict[str, str]]
     flat: bm25s.BM25 | None
     title: bm25s.BM25 | None
+    sorted_terms: list[str] | None = None  # the flat vocabulary in order, built on the first fuzzy search
+
+    def doc_freq(self, term: str) -> int:
+        indptr = self.flat.scores["indptr"]
+        i = self.flat.vocab_dict.get(term)
+        return int(indptr[i + 1] - indptr[i]) if i is not None and i < len(indptr) - 1 else 0
+
+    def with_prefix(self, prefix: str, limit: int) -> list[tuple[str, int]]:
+        if self.sorted_terms is None:
+            self.sorted_terms = sorted(t for t in self.flat.vocab_dict if t)
+        terms = self.sorted_terms
+        found = []
+        for i in range(bisect.bisect_left(terms, prefix), len(terms)):
+            if not terms[i].startswith(prefix):
+                break
+            found.append((terms[i], self.doc_freq(terms[i])))
+        return sorted(found, key=lambda tf: (-tf[1], tf[0]))[:limit]
 
 
 class _Collection:
@@ -153,7 +175,8 @@ class _Collection:
                 self.dirty = True
         return docs, chunks
 
-    def search(self, queries: list[str], limit: int, filters, metadata_fields=()) -> list[list[common_pb2.LegHit]]:
+    def search(self, queries: list[str], limit: int, filters, metadata_fields=(),
+               fuzzy: bool = False) -> list[list[common_pb2.LegHit]]:
         index = self.snapshot()
         if index.flat is None:
             return [[] for _ in queries]
@@ -162,16 +185,16 @@ class _Collection:
             mask = np.fromiter((matches_filters(m, filters) for m in index.metadata), dtype=np.float32)
         lists = []
         for query in queries:
-            tokens = self.analyzer.analyze_query(query)
-            flat_ids = token_ids(index.flat, tokens)
-            if not flat_ids:
+            terms = (expand_query(query, self.analyzer.analyze_query, index.doc_freq, index.with_prefix) if fuzzy
+                     else exact_terms(self.analyzer.analyze_query(query)))
+            scores = weighted_scores(index.flat, terms)
+            if scores is None:
                 lists.append([])
                 continue
-            scores = index.flat.get_scores(flat_ids)
             if index.title is not None:
-                title_ids = token_ids(index.title, tokens)
-                if title_ids:
-                    scores = scores + self.title_boost * index.title.get_scores(title_ids)
+                title = weighted_scores(index.title, terms)
+                if title is not None:
+                    scores = scores + self.title_boost * title
             if mask is not None:
                 scores = scores * mask
             k = min(limit, int(np.count_nonzero(scores)))
@@ -191,6 +214,12 @@ class _Collection:
                 ]
             )
         return lists
+
+    def correct(self, query: str) -> str:
+        index = self.snapshot()
+        if index.flat is None:
+            return query
+        return correct_query(query, self.analyzer.analyze_query, index.doc_freq, index.with_prefix)
 
     def stats(self) -> tuple[int, int]:
         docs, chunks = self.db.execute("SELECT count(DISTINCT doc_id), count(*) FROM chunks").fetchone()
@@ -224,6 +253,18 @@ def token_ids(retriever: bm25s.BM25, tokens: list[str]) -> list[int]:
     n_terms = len(retriever.scores["indptr"]) - 1
     ids = (retriever.vocab_dict.get(t) for t in tokens if t)
     return [i for i in ids if i is not None and i < n_terms]
+
+
+def weighted_scores(retriever: bm25s.BM25, terms: list[WeightedTerm]) -> np.ndarray | None:
+    """Sum of weight x BM25(term) over the terms the index knows; None when it knows none."""
+    exact = token_ids(retriever, [t.term for t in terms if t.weight == EXACT_WEIGHT])
+    scores = retriever.get_scores(exact) if exact else None
+    for t in terms:
+        ids = token_ids(retriever, [t.term]) if t.weight != EXACT_WEIGHT else []
+        if ids:
+            part = t.weight * retriever.get_scores(ids)
+            scores = part if scores is None else scores + part
+    return scores
 
 
 class EmbeddedBm25Engine:
@@ -265,10 +306,16 @@ class EmbeddedBm25Engine:
             return 0, 0
         return await asyncio.to_thread(self._collection(collection).delete, doc_ids)
 
-    async def search(self, collection, queries, limit, filters, metadata_fields=()):
+    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False):
         if not self._exists(collection):
             return [[] for _ in queries]
-        return await asyncio.to_thread(self._collection(collection).search, queries, limit, filters, metadata_fields)
+        return await asyncio.to_thread(self._collection(collection).search, queries, limit, filters, metadata_fields,
+                                       fuzzy)
+
+    async def correct(self, collection, query):
+        if not self._exists(collection):
+            return query
+        return await asyncio.to_thread(self._collection(collection).correct, query)
 
     async def stats(self, collection):
         docs, chunks = (0, 0)

@@ -8,6 +8,11 @@ from hybridsearch.common.stores import EngineStats, UpsertResult
 from hybridsearch.v1 import common_pb2
 
 
+def field_name(key: str) -> str:
+    """The index field of a declared text field (CollectionConfig.fields: a metadata key), on every engine."""
+    return f"field_{key}"
+
+
 class LexicalEngine(Protocol):
     """A BM25 engine. Chunks of one document are always replaced together."""
 
@@ -26,8 +31,14 @@ class LexicalEngine(Protocol):
         limit: int,
         filters: list[common_pb2.MetadataFilter],
         metadata_fields: tuple[str, ...] = (),
+        fuzzy: bool = False,
     ) -> list[list[common_pb2.LegHit]]:
-        """One ranked list (best first, rank 1-based) per query; hits carry the `metadata_fields` they have."""
+        """One ranked list (best first, rank 1-based) per query; hits carry the `metadata_fields` they have.
+        `fuzzy`: typo tolerance (prefix and fuzzy terms, bounded and weighted below exact matches)."""
+        ...
+
+    async def correct(self, collection: str, query: str) -> str:
+        """The query with each unknown word replaced by its likeliest indexed neighbour (fuzzy.correct_query)."""
         ...
 
     async def stats(self, collection: str) -> EngineStats: ...

@@ -3,7 +3,16 @@
 One index per collection, `<index_prefix><collection>`, created on first write with settings that
 reproduce the embedded engine (docs/opensearch.md): a BM25 similarity with the configured k1/b, a
 custom analyzer (standard tokenizer, possessive 's, lowercase, the same explicit stopword list, the
-stemmer), a `flat` field holding title+heading+text and a `title` field added with `title_boost`.
+stemmer), a `flat` field holding title+heading+text, a `title` field added with `title_boost`, and a
+`field_<key>` text field per declared text field (`CollectionConfig.fields`, metadata key -> boost),
+summed in with its boost (multi_match most_fields).
+
+Typo tolerance (`fuzzy`): a second clause, the same fields matched with Lucene's `fuzziness` (one edit
+from MIN_FUZZY_CHARS characters on, `prefix_length` 1, at most MAX_EXPANSIONS terms per word, as the
+embedded engines' fuzzy.py), weighted FUZZY_WEIGHT, so exact matches score above fuzzy ones. Unlike the
+embedded engines, Lucene also expands words the index knows (it cannot ask for document frequencies
+first) and has no prefix expansion, and `correct` returns the query unchanged (the vector leg then embeds
+what was typed).
 
 Writes are idempotent per document, like the embedded engine: unchanged documents (same content hash,
 same chunk count) are skipped; a changed document's chunks are indexed under one write id and its
@@ -35,6 +44,8 @@ from opensearchpy.exceptions import (
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from hybridsearch.bm25.analyzer import SNOWBALL, STOPWORD_LISTS
+from hybridsearch.bm25.engine import field_name
+from hybridsearch.bm25.fuzzy import FUZZY_WEIGHT, MAX_EXPANSIONS, MIN_FUZZY_CHARS
 from hybridsearch.common.language import AUTO
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.iterables import batched
@@ -57,6 +68,18 @@ SIMILARITY = "hybridsearch_bm25"
 # terms queries and aggregations over document ids go in slices of this many ids.
 IDS_PER_REQUEST = 1000
 RETRYABLE_STATUS = {429, 502, 503, 504}
+# Lucene's AUTO:low,high: no edit under `low` characters, one up to `high`, two from there (never, in practice).
+FUZZINESS = f"AUTO:{MIN_FUZZY_CHARS},256"
+FUZZY_PREFIX_LENGTH = 1  # the first character is never fuzzed: fewer terms to enumerate
+
+
+def with_fields(body: dict[str, Any], fields: dict[str, float]) -> dict[str, Any]:
+    """An index body with a text field per declared text field, analyzed and scored as `flat`."""
+    if not fields:
+        return body
+    properties = body["mappings"]["properties"]
+    extra = {field_name(key): dict(properties["flat"]) for key in sorted(fields)}
+    return {**body, "mappings": {**body["mappings"], "properties": {**properties, **extra}}}
 
 
 def stemmer_filter(stemmer: str) -> str | dict[str, str]:
@@ -203,7 +226,8 @@ class OpenSearchBm25Engine:
                  stopwords: str = "en_plus", title_boost: float = 0.0, index_prefix: str = "hybridsearch-",
                  shards: int = 1, replicas: int = 1, timeout_s: float = 10.0, search_timeout_s: float = 5.0,
                  bulk_chunk_size: int = 500, bulk_max_bytes: int = 10 * 1024 * 1024,
-                 bulk_in_flight: int = 2, write_attempts: int = 4, language_of=None) -> None:
+                 bulk_in_flight: int = 2, write_attempts: int = 4, language_of=None,
+                 fields_of: Callable[[str], dict[str, float]] = lambda collection: {}) -> None:
         # Shown in errors and stats: without credentials a URL may carry (http://user:secret@host).
         parts = urlsplit(url)
         self.url = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
@@ -214,6 +238,7 @@ class OpenSearchBm25Engine:
                            "replicas": replicas}
         self.k1, self.b, self.stemmer, self.stopwords = k1, b, stemmer, stopwords
         self.title_boost = title_boost
+        self.fields_of = fields_of  # a collection's declared text fields and their boosts
         self.index_prefix = index_prefix
         # With several shards each scores with its own statistics unless dfs gathers global ones first.
         self.search_type = "dfs_query_then_fetch" if shards > 1 else "query_then_fetch"
@@ -285,7 +310,8 @@ class OpenSearchBm25Engine:
         index = self.index(collection)
         async with self._create_lock:
             if not await self._exists(collection):
-                body = index_body(**self._body_args, language=self._language_of(collection))
+                body = with_fields(index_body(**self._body_args, language=self._language_of(collection)),
+                                   self.fields_of(collection))
                 await self._call("create index", lambda: self._create(index, body), retry=True)
                 self._known.add(index)
         return index
@@ -324,6 +350,7 @@ class OpenSearchBm25Engine:
         if not by_doc:
             return result
         index = await self._ensure_index(collection)
+        fields = self.fields_of(collection)
         stored = await self._stored_versions(index, list(by_doc))
         write_id = uuid.uuid4().hex
         changed: list[str] = []
@@ -344,6 +371,7 @@ class OpenSearchBm25Engine:
                         "text": c.text, "doc_id": c.doc_id, "position": c.position,
                         "content_hash": c.content_hash, "write_id": write_id, "first_chunk": n == 0,
                         "meta": dict(c.metadata),
+                        **{field_name(key): c.metadata[key] for key in fields if c.metadata.get(key)},
                     },
                 })
         if not actions:
@@ -397,14 +425,21 @@ class OpenSearchBm25Engine:
         )
         return int(response["count"])
 
-    def _text_query(self, text: str) -> dict[str, Any]:
-        if self.title_boost > 0:
-            # most_fields sums the field scores: BM25(flat) + title_boost x BM25(title), as embedded.
-            return {"multi_match": {"query": text, "type": "most_fields",
-                                    "fields": ["flat", f"title^{self.title_boost}"]}}
-        return {"match": {"flat": {"query": text}}}
+    def _text_query(self, text: str, collection: str, fuzzy: bool) -> dict[str, Any]:
+        boosted = ([f"title^{self.title_boost}"] if self.title_boost > 0 else []) + \
+            [f"{field_name(key)}^{boost}" for key, boost in sorted(self.fields_of(collection).items())]
+        # most_fields sums the field scores: BM25(flat) + boost x BM25(field) per field, as embedded.
+        exact = ({"multi_match": {"query": text, "type": "most_fields", "fields": ["flat", *boosted]}} if boosted
+                 else {"match": {"flat": {"query": text}}})
+        if not fuzzy:
+            return exact
+        typos = {"multi_match": {"query": text, "type": "most_fields", "fields": ["flat", *boosted],
+                                 "fuzziness": FUZZINESS, "prefix_length": FUZZY_PREFIX_LENGTH,
+                                 "max_expansions": MAX_EXPANSIONS, "fuzzy_transpositions": True,
+                                 "boost": FUZZY_WEIGHT}}
+        return {"bool": {"should": [exact, typos]}}
 
-    async def search(self, collection, queries, limit, filters, metadata_fields=()):
+    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False):
         if not await self._exists(collection):
             return [[] for _ in queries]
         index = self.index(collection)
@@ -417,7 +452,8 @@ class OpenSearchBm25Engine:
                 "timeout": self.search_timeout,
                 "track_total_hits": False,
                 "_source": ["doc_id", "title", "text", *(f"meta.{f}" for f in metadata_fields)],
-                "query": {"bool": {"must": [self._text_query(text)], "filter": must, "must_not": must_not}},
+                "query": {"bool": {"must": [self._text_query(text, collection, fuzzy)], "filter": must,
+                                   "must_not": must_not}},
             })
         scale = await self.score_scale()
         response = await self._call("msearch", lambda: self.client.msearch(body=lines))
@@ -435,6 +471,9 @@ class OpenSearchBm25Engine:
                 for rank, h in enumerate(hits, start=1)
             ])
         return lists
+
+    async def correct(self, collection: str, query: str) -> str:
+        return query  # no term-level look-ups here (see the module docstring)
 
     async def stats(self, collection: str) -> EngineStats:
         docs = chunks = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import grpc
 
@@ -12,26 +13,39 @@ from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.server import serve
 from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search
 from hybridsearch.common.stores import EngineUnavailable
-from hybridsearch.common.validation import InvalidArgument, abort_invalid
+from hybridsearch.common.limits import MAX_QUERY_CHARS
+from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection
 from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2
+
+
+def declared_fields(settings: Settings, collection: str) -> dict[str, float]:
+    """A collection's declared BM25 text fields (metadata key -> boost)."""
+    return collection_config(settings, collection).fields
+
+
+def declared_language(settings: Settings, collection: str) -> str:
+    """A collection's BM25 analysis language (en, de, ..., auto)."""
+    return collection_config(settings, collection).language
 
 
 def build_engine(settings: Settings) -> LexicalEngine:
     cfg = settings.bm25
-
-    def language_of(collection: str) -> str:
-        return collection_config(settings, collection).language
-
+    language_of = partial(declared_language, settings)
+    fields_of = partial(declared_fields, settings)
     if cfg.engine == "embedded":
         from hybridsearch.bm25.tantivy_engine import TantivyBm25Engine
 
         return TantivyBm25Engine(settings.data_dir / "bm25-tantivy", cfg.stemmer, cfg.stopwords, cfg.title_boost,
-                                 language_of)
+                                 language_of=language_of, fields_of=fields_of)
     if cfg.engine == "bm25s":
+        with_fields = sorted(name for name, c in settings.collections.items() if c.fields)
+        if with_fields:
+            raise ValueError(f"bm25.engine=bm25s does not index text fields, but collections {with_fields} declare "
+                             "some (CollectionConfig.fields): use bm25.engine=embedded (tantivy) or opensearch")
         from hybridsearch.bm25.embedded import EmbeddedBm25Engine
 
         return EmbeddedBm25Engine(settings.data_dir / "bm25", cfg.k1, cfg.b, cfg.stemmer, cfg.stopwords, cfg.title_boost,
-                                  language_of)
+                                  language_of=language_of)
     if cfg.engine == "opensearch":
         from hybridsearch.bm25.opensearch import OpenSearchBm25Engine, analysis_chain
 
@@ -45,6 +59,7 @@ def build_engine(settings: Settings) -> LexicalEngine:
             search_timeout_s=cfg.opensearch_search_timeout_s, bulk_chunk_size=cfg.opensearch_bulk_chunk_size,
             bulk_max_bytes=cfg.opensearch_bulk_max_bytes, bulk_in_flight=cfg.opensearch_bulk_in_flight,
             language_of=language_of,
+            fields_of=fields_of,
         )
     raise ValueError(f"unknown bm25 engine {cfg.engine!r} (embedded | bm25s | opensearch)")
 
@@ -61,7 +76,7 @@ class Bm25Servicer(StoreServicerMixin, bm25_pb2_grpc.Bm25ServiceServicer):
         started = time.perf_counter()
         try:
             lists = await self.engine.search(collection, [q.text for q in request.queries], request.limit, filters,
-                                             tuple(request.metadata_fields))
+                                             tuple(request.metadata_fields), fuzzy=request.fuzzy)
         except EngineUnavailable as err:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
         return common_pb2.LegSearchResponse(
@@ -71,6 +86,18 @@ class Bm25Servicer(StoreServicerMixin, bm25_pb2_grpc.Bm25ServiceServicer):
                 for q, hits in zip(request.queries, lists)
             ],
         )
+
+    async def Correct(self, request: bm25_pb2.CorrectRequest, context) -> bm25_pb2.CorrectResponse:
+        try:
+            collection = check_collection(request.collection)
+            if len(request.query) > MAX_QUERY_CHARS:
+                raise InvalidArgument(f"query is {len(request.query)} characters; the limit is {MAX_QUERY_CHARS}")
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        try:
+            return bm25_pb2.CorrectResponse(query=await self.engine.correct(collection, request.query))
+        except EngineUnavailable as err:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
 
 
 async def main() -> None:

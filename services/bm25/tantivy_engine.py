@@ -13,7 +13,11 @@ expansion's dominant-top-hit test, mean the same on every engine). Other k1/b va
 `bm25.engine=bm25s` (config validation says so). Text is analyzed by the same analyzer
 as every other engine (the collection's language: stemmer + stopwords; analyzer.py) and indexed as whitespace-separated terms, so the three
 engines agree on terms; queries are built from term queries (never a query parser: user text is never
-syntax). The optional title field adds `title_boost` x BM25(title).
+syntax). The optional title field adds `title_boost` x BM25(title), and each text field a collection
+declares (`CollectionConfig.fields`: metadata key -> boost) its boost x BM25(that field), a field of its
+own in the index (a document without that key simply has no terms there). With typo tolerance
+(`fuzzy`), a query word the index does not know matches its nearest indexed terms (fuzzy.py), each a
+term query weighted below 1, so fuzzy matches keep BM25's idf and tf.
 
 Writes. One `IndexWriter` per collection; a request's chunks are added and committed before it is
 acknowledged (a commit is tantivy's durable point), and the reader is reloaded, so a write is
@@ -28,11 +32,14 @@ import asyncio
 import json
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import tantivy
 
 from hybridsearch.bm25.analyzer import Analyzer, Analyzers
+from hybridsearch.bm25.engine import field_name
+from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.stores import (
     EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, picked_metadata, stored_documents,
@@ -47,10 +54,12 @@ WRITER_HEAP = 64_000_000  # bytes buffered before the writer flushes a segment o
 MAX_HITS_PER_DOC = 100_000  # a document's chunks looked up by doc_id term (far above any real chunk count)
 
 
-def _schema() -> tantivy.Schema:
+def _schema(fields: list[str]) -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
     builder.add_text_field("body", tokenizer_name="whitespace", index_option="freq")  # analyzed title+heading+text
     builder.add_text_field("title_terms", tokenizer_name="whitespace", index_option="freq")  # analyzed title
+    for key in fields:  # the collection's declared text fields, analyzed
+        builder.add_text_field(field_name(key), tokenizer_name="whitespace", index_option="freq")
     builder.add_text_field("doc_id", tokenizer_name="raw", index_option="basic")
     builder.add_text_field("meta", tokenizer_name="raw", index_option="basic")  # key=value, one term each
     builder.add_unsigned_field("position", indexed=True)
@@ -65,10 +74,18 @@ def meta_term(key: str, value: str) -> str:
 class _Collection:
     """One tantivy index on disk, its single writer and a reader reloaded after every commit."""
 
-    def __init__(self, path: Path, analyzer: Analyzer, title_boost: float) -> None:
+    def __init__(self, path: Path, analyzer: Analyzer, title_boost: float, fields: dict[str, float]) -> None:
         path.mkdir(parents=True, exist_ok=True)
-        self.schema = _schema()
-        self.index = tantivy.Index(self.schema, path=str(path), reuse=True)
+        self.schema = _schema(sorted(fields))
+        try:
+            self.index = tantivy.Index(self.schema, path=str(path), reuse=True)
+        except ValueError as err:
+            raise ValueError(f"{path}: the index was written with other text fields than the declared "
+                             f"{sorted(fields)}; re-ingest the collection into a new one ({err})") from err
+        self.fields = fields
+        # Fields scored besides the body, each times its boost: the title and the declared text fields.
+        self.boosted = ([("title_terms", title_boost)] if title_boost > 0 else []) + \
+            [(field_name(key), boost) for key, boost in sorted(fields.items())]
         self.writer = self.index.writer(WRITER_HEAP, 1)
         self.index.config_reader("Manual")
         self.analyzer, self.title_boost = analyzer, title_boost
@@ -86,18 +103,31 @@ class _Collection:
         result = searcher.search(self._term("doc_id", doc_id), MAX_HITS_PER_DOC, count=False)
         return [json.loads(bytes(searcher.doc(addr)["payload"][0])) for _, addr in result.hits]
 
-    def _scoring(self, tokens: list[str]) -> tantivy.Query | None:
-        if not tokens:
+    def _scoring(self, terms: list[WeightedTerm]) -> tantivy.Query | None:
+        if not terms:
             return None
-        terms = [(tantivy.Occur.Should, self._term_freq("body", t)) for t in tokens]
-        if self.title_boost > 0:
-            title = tantivy.Query.boolean_query([(tantivy.Occur.Should, self._term_freq("title_terms", t))
-                                                 for t in tokens])
-            terms.append((tantivy.Occur.Should, tantivy.Query.boost_query(title, self.title_boost)))
-        return tantivy.Query.boolean_query(terms)
+        clauses = [(tantivy.Occur.Should, self._weighted("body", t)) for t in terms]
+        for field, boost in self.boosted:
+            scored = tantivy.Query.boolean_query([(tantivy.Occur.Should, self._weighted(field, t)) for t in terms])
+            clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(scored, boost)))
+        return tantivy.Query.boolean_query(clauses)
 
-    def _term_freq(self, field: str, value: str) -> tantivy.Query:
-        return tantivy.Query.term_query(self.schema, field, value, index_option="freq")
+    def _weighted(self, field: str, term: WeightedTerm) -> tantivy.Query:
+        query = tantivy.Query.term_query(self.schema, field, term.term, index_option="freq")
+        return query if term.weight == EXACT_WEIGHT else tantivy.Query.boost_query(query, term.weight)
+
+    def _lookups(self, searcher: tantivy.Searcher) -> tuple:
+        """fuzzy.py's look-ups on the body field: the analyzer, doc_freq, with_prefix."""
+        return (self.analyzer.analyze_query, lambda term: searcher.doc_freq("body", term),
+                lambda prefix, n: searcher.terms_with_prefix("body", prefix, limit=n))
+
+    def _terms(self, searcher: tantivy.Searcher, query: str, fuzzy: bool) -> list[WeightedTerm]:
+        if not fuzzy:
+            return exact_terms(self.analyzer.analyze_query(query))
+        return expand_query(query, *self._lookups(searcher))
+
+    def correct(self, query: str) -> str:
+        return correct_query(query, *self._lookups(self.index.searcher()))
 
     def _filter(self, filters) -> list[tuple]:
         clauses = []
@@ -113,12 +143,13 @@ class _Collection:
                 clauses.append((tantivy.Occur.MustNot, self._term("meta", meta_term(f.field, f.not_equals))))
         return clauses
 
-    def search(self, queries: list[str], limit: int, filters, metadata_fields=()) -> list[list[common_pb2.LegHit]]:
+    def search(self, queries: list[str], limit: int, filters, metadata_fields=(),
+               fuzzy: bool = False) -> list[list[common_pb2.LegHit]]:
         searcher = self.index.searcher()
         restrict = self._filter(filters)
         lists = []
         for query in queries:
-            scoring = self._scoring(self.analyzer.analyze_query(query))
+            scoring = self._scoring(self._terms(searcher, query, fuzzy))
             if scoring is None or limit <= 0 or searcher.num_docs == 0:
                 lists.append([])
                 continue
@@ -165,6 +196,9 @@ class _Collection:
         doc = tantivy.Document()
         doc.add_text("body", " ".join(analyzer.analyze(indexed_text(c.title, c.heading, c.text))))
         doc.add_text("title_terms", " ".join(analyzer.analyze(c.title)))
+        for key in self.fields:
+            if c.metadata.get(key):
+                doc.add_text(field_name(key), " ".join(analyzer.analyze(c.metadata[key])))
         doc.add_text("doc_id", c.doc_id)
         for key, value in c.metadata.items():
             doc.add_text("meta", meta_term(key, value))
@@ -230,12 +264,13 @@ class TantivyBm25Engine:
     name = "embedded-tantivy"
 
     def __init__(self, root: Path, stemmer: str = "porter", stopwords: str = "en_plus", title_boost: float = 0.0,
-                 language_of=None) -> None:
+                 language_of=None, fields_of: Callable[[str], dict[str, float]] = lambda collection: {}) -> None:
         self.root = root
         # language_of: collection -> its CollectionConfig.language (English when not given).
         self.analyzers = Analyzers(stemmer, stopwords, language_of)
         self.analyzer = self.analyzers.english
         self.title_boost = title_boost
+        self.fields_of = fields_of  # a collection's declared text fields and their boosts
         self._collections: dict[str, _Collection] = {}
         self._open_lock = threading.Lock()
 
@@ -243,7 +278,7 @@ class TantivyBm25Engine:
         with self._open_lock:
             if name not in self._collections:
                 self._collections[name] = _Collection(self.root / name, self.analyzers.for_collection(name),
-                                                      self.title_boost)
+                                                      self.title_boost, self.fields_of(name))
             return self._collections[name]
 
     def _exists(self, name: str) -> bool:
@@ -262,11 +297,16 @@ class TantivyBm25Engine:
             return 0, 0
         return await asyncio.to_thread(lambda: self._collection(collection).delete(doc_ids))
 
-    async def search(self, collection, queries, limit, filters, metadata_fields=()):
+    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False):
         if not self._exists(collection):
             return [[] for _ in queries]
         return await asyncio.to_thread(lambda: self._collection(collection).search(queries, limit, filters,
-                                                                                   metadata_fields))
+                                                                                   metadata_fields, fuzzy))
+
+    async def correct(self, collection, query):
+        if not self._exists(collection):
+            return query
+        return await asyncio.to_thread(lambda: self._collection(collection).correct(query))
 
     async def stats(self, collection):
         docs, chunks, details = 0, 0, {}

@@ -56,6 +56,7 @@ REQUEST_BYTES: dict[str, int] = {
     "hybridsearch.v1.Bm25Service/GetChunks": 1 * MiB,                    # 1000 ids of 256 characters
     "hybridsearch.v1.VectorService/GetChunks": 1 * MiB,
     "hybridsearch.v1.Bm25Service/Stats": 1 * KiB,
+    "hybridsearch.v1.Bm25Service/Correct": SEARCH_REQUEST_BYTES,         # one query (the vector leg's, fuzzy)
     "hybridsearch.v1.VectorService/Stats": 1 * KiB,
     "hybridsearch.v1.ExpansionService/Expand": SEARCH_REQUEST_BYTES,
     "hybridsearch.v1.FusionService/Fuse": 16 * MiB,                      # ranked lists of ids, no texts

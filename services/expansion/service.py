@@ -95,6 +95,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
             request.query, collection, generator, self.cfg.prompt_version, PROMPT_VERSION,
             f"prf={self.cfg.prf_docs}/{self.cfg.prf_terms}", filters_key(filters),
             f"lang={language.language}/{documents_language}",
+            *(["fuzzy"] if request.fuzzy else []),  # appended: keys without typo tolerance stay as they were
         )
         with self.tracer.start_as_current_span("expansion.cache_get") as span:
             cached = await self.cache.get(key)
@@ -106,7 +107,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
             return response
 
         response = await self._expand(request.query, collection, filters, generator, language.language,
-                                      documents_language, context)
+                                      documents_language, context, request.fuzzy)
         # A fallback's variants are not what the key names (the LLM's): the next query tries the LLM again.
         if (response.generator != "none" or response.skipped) and not response.fallback_reason:
             await self.cache.put(key, _to_dict(response))
@@ -114,10 +115,10 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
         return response
 
     async def _expand(self, query, collection, filters, generator, language, documents_language,
-                      context) -> expansion_pb2.ExpandResponse:
+                      context, fuzzy=False) -> expansion_pb2.ExpandResponse:
         probe = await self.bm25.Search(
             common_pb2.LegSearchRequest(
-                collection=collection, limit=PROBE_HITS, filters=filters,
+                collection=collection, limit=PROBE_HITS, filters=filters, fuzzy=fuzzy,
                 queries=[common_pb2.LegQuery(text=query, kind=common_pb2.QUERY_KIND_ORIGINAL)],
             ),
             timeout=_remaining(context),

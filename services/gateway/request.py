@@ -31,6 +31,7 @@ class SearchPlan:
     rerank_requested: bool | None  # None: effort and model decide
     min_score: float
     explain: bool
+    fuzzy: bool  # typo tolerance in the BM25 leg: the request's, else the collection's default
     config: CollectionConfig = field(default_factory=lambda: DEFAULT)  # what the collection declares (tag leg, boosts)
     expand: bool | None = None  # None: the effort decides query expansion (variants, HyDE, Rocchio)
     language: str = ""  # the request's override (common.language.SUPPORTED); empty: expansion detects it
@@ -70,6 +71,7 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
     if not 0.0 <= request.min_score <= 1.0:
         raise InvalidArgument(f"min_score must be within [0, 1], got {request.min_score}")
     collection = check_collection(request.collection)
+    config = collection_config(settings, collection)
     return SearchPlan(
         query=query,
         collection=collection,
@@ -82,7 +84,8 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
         rerank_requested=request.rerank if request.HasField("rerank") else None,
         min_score=request.min_score,
         explain=request.explain,
-        config=collection_config(settings, collection),
+        config=config,
         expand=request.expand if request.HasField("expand") else None,
         language=check_language(request.language) if request.language else "",
+        fuzzy=request.fuzzy if request.HasField("fuzzy") else config.fuzzy,
     )

@@ -334,7 +334,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                     trace.expansion = await self.backends.expansion.Expand(
                         expansion_pb2.ExpandRequest(query=plan.query, collection=plan.collection, effort=plan.effort,
                                                     filters=plan.filters, force=plan.expand is True,
-                                                    language=plan.language),
+                                                    language=plan.language, fuzzy=plan.fuzzy),
                         timeout=max(0.05, deadline.left() - self.settings.expansion_reserve_s),
                     )
             except CALL_ERRORS as err:

@@ -1,8 +1,14 @@
-"""VectorService: embeds queries and chunks, searches Qdrant, optional Rocchio feedback."""
+"""VectorService: embeds queries and chunks, searches Qdrant, optional Rocchio feedback.
+
+Typo tolerance: a search that asks for `fuzzy` embeds its original query as the BM25 service corrects it
+(Bm25Service.Correct: each word the index does not know replaced by its likeliest indexed neighbour),
+since the embedder has no fuzzy matching of its own. When that call fails, the query is embedded as typed.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 import grpc
@@ -10,13 +16,13 @@ import numpy as np
 
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.config import Settings, get_settings
-from hybridsearch.common.server import serve
+from hybridsearch.common.server import internal_channel, serve
 from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search
 from hybridsearch.common.collections import collection_config
 from hybridsearch.common.stores import UpsertResult, picked_metadata
 from hybridsearch.common.tags import query_keywords
 from hybridsearch.common.validation import InvalidArgument, abort_invalid
-from hybridsearch.v1 import common_pb2, vector_pb2, vector_pb2_grpc
+from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2, vector_pb2, vector_pb2_grpc
 from hybridsearch.vector.embedder import EmbeddingCache, QueryEncoder, open_embedder
 from hybridsearch.vector.edge import EdgeStore
 from hybridsearch.vector.engine import DenseEngine
@@ -132,9 +138,31 @@ def _hit(payload: dict, score: float, rank: int, metadata_fields) -> common_pb2.
     )
 
 
+log = logging.getLogger(__name__)
+CORRECT_TIMEOUT_S = 0.5  # at most this long for the BM25 service's correction, within the caller's deadline
+
+
 class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
-    def __init__(self, engine: DenseEngine) -> None:
+    def __init__(self, engine: DenseEngine, bm25: bm25_pb2_grpc.Bm25ServiceStub | None = None) -> None:
         self.engine = engine
+        self.bm25 = bm25  # for typo tolerance (Correct); None: queries are embedded as typed
+
+    async def _corrected(self, collection: str, queries: list[common_pb2.LegQuery],
+                         context) -> list[common_pb2.LegQuery]:
+        """The queries with the original one corrected by the BM25 service; as they are if that fails."""
+        remaining = context.time_remaining()
+        timeout = min(CORRECT_TIMEOUT_S, remaining / 2) if remaining is not None else CORRECT_TIMEOUT_S
+        out = []
+        for q in queries:
+            if q.kind == common_pb2.QUERY_KIND_ORIGINAL:
+                try:
+                    reply = await self.bm25.Correct(bm25_pb2.CorrectRequest(collection=collection, query=q.text),
+                                                    timeout=timeout)
+                    q = common_pb2.LegQuery(text=reply.query or q.text, kind=q.kind)
+                except grpc.aio.AioRpcError as err:
+                    log.warning("query correction failed (%s): embedding the query as typed", err.code().name)
+            out.append(q)
+        return out
 
     async def Search(self, request: common_pb2.LegSearchRequest, context) -> common_pb2.LegSearchResponse:
         try:
@@ -142,8 +170,14 @@ class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
         except InvalidArgument as err:
             await abort_invalid(context, err)
         timings: dict[str, float] = {}
-        lists = await self.engine.search(collection, list(request.queries), request.limit, filters,
-                                         request.feedback_docs, timings, tuple(request.metadata_fields))
+        queries = list(request.queries)
+        has_original = any(q.kind == common_pb2.QUERY_KIND_ORIGINAL for q in queries)
+        if request.fuzzy and self.bm25 is not None and has_original:
+            started = time.perf_counter()
+            queries = await self._corrected(collection, queries, context)
+            timings["correct"] = (time.perf_counter() - started) * 1000
+        lists = await self.engine.search(collection, queries, request.limit, filters, request.feedback_docs, timings,
+                                         tuple(request.metadata_fields))
         return common_pb2.LegSearchResponse(engine=self.engine.name, lists=lists, timings_ms=timings)
 
     async def TagSearch(self, request: common_pb2.LegSearchRequest, context) -> common_pb2.LegSearchResponse:
@@ -163,7 +197,8 @@ async def main() -> None:
     engine = VectorEngine(settings)
 
     async def register(server: grpc.aio.Server) -> list[str]:
-        vector_pb2_grpc.add_VectorServiceServicer_to_server(VectorServicer(engine), server)
+        bm25 = bm25_pb2_grpc.Bm25ServiceStub(internal_channel(settings.endpoints.addr("bm25")))
+        vector_pb2_grpc.add_VectorServiceServicer_to_server(VectorServicer(engine, bm25), server)
         return [vector_pb2.DESCRIPTOR.services_by_name["VectorService"].full_name]
 
     await serve("vector", settings.endpoints.vector_port, register, on_stop=engine.close)

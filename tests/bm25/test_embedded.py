@@ -139,3 +139,69 @@ async def test_queries_with_nothing_to_match_return_empty_lists(engine, queries)
 async def test_unknown_collection_is_empty(engine):
     assert await engine.search("nope", ["x"], 10, []) == [[]]
     assert (await engine.stats("nope")).documents == 0
+
+
+FUZZY_DOCS = [chunk("a", "protein folding in living cells"), chunk("b", "galaxy formation and dark matter"),
+              chunk("c", "holding patterns of aircraft")]
+
+
+async def test_fuzzy_matches_a_typo_below_what_the_exact_word_scores(engine):
+    from hybridsearch.bm25.fuzzy import FUZZY_WEIGHT
+
+    await engine.upsert("c", FUZZY_DOCS)
+    assert await engine.search("c", ["protien"], 10, []) == [[]]  # off by default
+    (exact,) = await engine.search("c", ["protein"], 10, [])
+    (typo,) = await engine.search("c", ["protien"], 10, [], fuzzy=True)
+    assert [h.doc_id for h in typo] == [h.doc_id for h in exact] == ["a"]
+    assert typo[0].score == pytest.approx(FUZZY_WEIGHT * exact[0].score, rel=1e-4)
+
+
+async def test_fuzzy_completes_a_cut_word_and_leaves_known_words_alone(engine):
+    await engine.upsert("c", FUZZY_DOCS)
+    (cut,) = await engine.search("c", ["galax"], 10, [], fuzzy=True)
+    assert [h.doc_id for h in cut] == ["b"]
+    # "folding" is indexed: "holding" (one edit away) must not join in.
+    (clean,) = await engine.search("c", ["folding"], 10, [])
+    (fuzzy,) = await engine.search("c", ["folding"], 10, [], fuzzy=True)
+    assert [(h.doc_id, h.score) for h in fuzzy] == [(h.doc_id, h.score) for h in clean] and len(clean) == 1
+
+
+async def test_declared_fields_are_scored_with_their_boosts(tmp_path):
+    """CodeRAG's boosts: a summary match at 2.0 outranks a shorter document matching in its text only;
+    a path match at 0.5 adds less than the same summary match; documents without the fields are fine."""
+    docs = [chunk("long", "an lru cache evicts the least recently used entry when it runs out of room for more",
+                  meta={"summary": "lru cache", "path": "src/cache.ts"}),
+            chunk("short", "lru cache", meta={"path": "src/lru.ts"}),
+            chunk("bare", "cache entry")]
+    plain = TantivyBm25Engine(tmp_path / "plain", "porter", "en_plus")
+    fields = {"summary": 2.0, "name": 1.5, "path": 0.5}
+    boosted = TantivyBm25Engine(tmp_path / "boosted", "porter", "en_plus",
+                                fields_of=lambda collection: fields if collection == "code" else {})
+    await plain.upsert("code", docs)
+    await boosted.upsert("code", docs)
+    (before,), (after,) = await plain.search("code", ["lru"], 10, []), await boosted.search("code", ["lru"], 10, [])
+    assert [h.doc_id for h in before] == ["short", "long"]
+    assert [h.doc_id for h in after] == ["long", "short"]
+    # The path field scores "lru" in src/lru.ts at half weight: added to the text's score, not replacing it.
+    assert after[1].score > before[0].score
+    (cache,) = await boosted.search("code", ["cache"], 10, [])
+    assert {h.doc_id for h in cache} == {"long", "short", "bare"}
+    # A collection that declares no fields scores as before, on the same engine.
+    await boosted.upsert("other", docs)
+    assert [(h.doc_id, h.score) for h in (await boosted.search("other", ["lru"], 10, []))[0]] == \
+        [(h.doc_id, h.score) for h in before]
+
+
+async def test_an_index_written_with_other_fields_is_refused_clearly(tmp_path):
+    first = TantivyBm25Engine(tmp_path, "porter", "en_plus")
+    await first.upsert("code", [chunk("a", "text")])
+    await first.close()
+    again = TantivyBm25Engine(tmp_path, "porter", "en_plus", fields_of=lambda collection: {"summary": 2.0})
+    with pytest.raises(ValueError, match="other text fields.*re-ingest"):
+        await again.search("code", ["text"], 10, [])
+
+
+async def test_correct_rewrites_unknown_words_for_the_vector_leg(engine):
+    await engine.upsert("c", FUZZY_DOCS)
+    assert await engine.correct("c", "Protien foldnig, galaxy") == "protein folding, galaxy"
+    assert await engine.correct("nope", "protien") == "protien"  # an unknown collection: as typed

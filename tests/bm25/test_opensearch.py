@@ -20,6 +20,8 @@ import grpc
 import httpx
 import pytest
 
+from stacks import PORT_SHIFT
+
 from hybridsearch.bm25.analyzer import STOPWORD_LISTS, EnglishAnalyzer
 from hybridsearch.bm25.embedded import EmbeddedBm25Engine
 from hybridsearch.bm25.opensearch import ANALYZER, OpenSearchBm25Engine, check_search_response
@@ -28,7 +30,8 @@ from hybridsearch.common.stores import EngineUnavailable
 from hybridsearch.common.chunking import content_hash
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2
 
-NOIDA_PORT = 29201  # `hybridsearch bench` runs use 59200 (docs/opensearch.md)
+# `hybridsearch bench` runs use 59200 (docs/opensearch.md); worktrees testing at once shift the port.
+NOIDA_PORT = 29201 + PORT_SHIFT
 UNUSED_PORT = 29209
 URL = f"http://127.0.0.1:{NOIDA_PORT}"
 
@@ -469,3 +472,51 @@ async def test_a_german_collection_gets_german_analysis_on_the_server(noida):
     finally:
         await remote.client.indices.delete(index=remote.index("de"))
         await remote.close()
+
+
+async def test_fuzzy_finds_typos_below_exact_matches_and_is_off_by_default(engines):
+    remote, _ = engines()
+    await remote.upsert("c", CORPUS)
+    (off,) = await remote.search("c", ["chapreones"], 10, [])
+    assert off == []
+    (typo,), (exact,) = (await remote.search("c", ["chapreones"], 10, [], fuzzy=True),
+                         await remote.search("c", ["chaperones"], 10, []))
+    assert [h.doc_id for h in typo][:1] == [h.doc_id for h in exact][:1] == ["protein"]
+    assert typo[0].score < exact[0].score  # the fuzzy clause is weighted FUZZY_WEIGHT
+    # A word under MIN_FUZZY_CHARS characters is never fuzzed: "cel" does not find "cell".
+    assert (await remote.search("c", ["cel"], 10, [], fuzzy=True)) == [[]]
+    # An exact match still ranks above documents that only match a neighbour of the word.
+    (cells,) = await remote.search("c", ["cell"], 10, [], fuzzy=True)
+    assert cells[0].doc_id == "cells"
+
+
+async def test_declared_fields_are_indexed_and_boosted_as_on_tantivy(engines, tmp_path):
+    from hybridsearch.bm25.tantivy_engine import TantivyBm25Engine
+
+    fields = {"summary": 2.0, "path": 0.5}
+    # Paths as words: Lucene's standard tokenizer keeps "lru.ts" whole where the embedded analyzer splits it.
+    docs = [chunk("long", "an lru cache evicts the least recently used entry when it runs out of room for more",
+                  meta={"summary": "lru cache", "path": "src cache"}),
+            chunk("short", "lru cache", meta={"summary": "a cache", "path": "src lru"})]
+    remote, _ = engines(fields_of=lambda collection: fields if collection == "code" else {})
+    local = TantivyBm25Engine(tmp_path / "tantivy", "porter", "en_plus", fields_of=lambda collection: fields)
+    for engine in (remote, local):
+        await engine.upsert("code", docs)
+    mapping = await remote.client.indices.get_mapping(index=remote.index("code"))
+    properties = next(iter(mapping.values()))["mappings"]["properties"]
+    assert properties["field_summary"]["analyzer"] == ANALYZER and "field_name" not in properties
+    for query in ["lru", "cache", "lru cache src"]:
+        (got,), (want,) = await remote.search("code", [query], 10, []), await local.search("code", [query], 10, [])
+        assert [h.doc_id for h in got] == [h.doc_id for h in want]
+        assert [h.score for h in got] == pytest.approx([h.score for h in want], rel=0.02)
+    (lru,) = await remote.search("code", ["lru"], 10, [])
+    assert [h.doc_id for h in lru] == ["long", "short"]
+    # The same documents in a collection without fields: the shorter text wins, as before.
+    await remote.upsert("plain", docs)
+    assert [h.doc_id for h in (await remote.search("plain", ["lru"], 10, []))[0]] == ["short", "long"]
+    # A document without the fields is indexed and found. (Its field statistics differ: Lucene's idf
+    # and average length count the documents that have the field, tantivy's every document.)
+    for engine in (remote, local):
+        await engine.upsert("code", [chunk("bare", "cache entry")])
+        assert "bare" in {h.doc_id for h in (await engine.search("code", ["entry"], 10, []))[0]}
+    await local.close()

@@ -57,3 +57,11 @@ def test_expand_overrides_the_effort(effort, expand, expands, rocchio):
         request.expand = expand
     plan = plan_search(request, Settings())
     assert (plan.expand, plan.expands, plan.rocchio) == (expand, expands, rocchio)
+
+
+def test_fuzzy_is_the_requests_else_the_collections_default():
+    settings = Settings(collections={"notes": {"fuzzy": True}})
+    assert plan_search(search_pb2.SearchRequest(query="q"), settings).fuzzy is False
+    assert plan_search(search_pb2.SearchRequest(query="q", collection="notes"), settings).fuzzy is True
+    assert plan_search(search_pb2.SearchRequest(query="q", collection="notes", fuzzy=False), settings).fuzzy is False
+    assert plan_search(search_pb2.SearchRequest(query="q", fuzzy=True), settings).fuzzy is True

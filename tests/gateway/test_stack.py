@@ -281,3 +281,45 @@ def test_grpcurl_reaches_the_gateway_through_reflection(stack, sample):
     bad = subprocess.run([grpcurl_binary(), "-plaintext", *key, "-d", '{"query": ""}', address, "hybridsearch.v1.SearchService/Search"],
                          capture_output=True, text=True, timeout=30)
     assert "InvalidArgument" in bad.stderr and "query is empty" in bad.stderr
+
+
+FIELD_DOCS = [
+    ingest_pb2.Document(id="long", text="an lru cache evicts the least recently used entry when it runs out of room",
+                        metadata={"summary": "lru cache", "name": "LruCache", "path": "src cache"}),
+    ingest_pb2.Document(id="short", text="lru cache", metadata={"path": "src lru"}),
+]
+
+
+def test_declared_field_boosts_change_the_bm25_ranking(gateway):
+    """code-fields declares CodeRAG's boosts (HYBRIDSEARCH_COLLECTIONS in the stack env): a summary match
+    at 2.0 lifts the long document above the short one, which wins in a collection that declares none."""
+    for collection in ("code-fields", "code-plain"):
+        gateway.index(collection, FIELD_DOCS)
+    mode = common_pb2.RETRIEVAL_MODE_BM25
+    boosted = search(gateway, "lru", collection="code-fields", mode=mode)
+    plain = search(gateway, "lru", collection="code-plain", mode=mode)
+    assert [h.doc_id for h in boosted.hits] == ["long", "short"]
+    assert [h.doc_id for h in plain.hits] == ["short", "long"]
+
+
+def test_fuzzy_per_request_and_per_collection(gateway):
+    docs = [ingest_pb2.Document(id="p", text="protein folding in living cells"),
+            ingest_pb2.Document(id="g", text="galaxy formation and dark matter")]
+    for collection in ("typo-default", "typo-off"):
+        gateway.index(collection, docs)
+    mode = common_pb2.RETRIEVAL_MODE_BM25
+    assert not search(gateway, "protien foldnig", collection="typo-off", mode=mode).hits
+    assert [h.doc_id for h in search(gateway, "protien foldnig", collection="typo-off", mode=mode, fuzzy=True).hits] == ["p"]
+    # typo-default declares fuzzy: on unless the request turns it off.
+    assert [h.doc_id for h in search(gateway, "protien foldnig", collection="typo-default", mode=mode).hits] == ["p"]
+    assert not search(gateway, "protien foldnig", collection="typo-default", mode=mode, fuzzy=False).hits
+    explained = search(gateway, "galxy", collection="typo-off", mode=common_pb2.RETRIEVAL_MODE_HYBRID, fuzzy=True,
+                       explain=True, effort=common_pb2.EFFORT_FAST)
+    lists = {lst.leg: lst for lst in explained.explain.leg_lists}
+    assert [h.doc_id for h in lists[common_pb2.LEG_BM25].hits] == ["g"]
+    # The vector leg embeds the query as the BM25 service corrects it, and says so.
+    assert lists[common_pb2.LEG_VECTOR].query == "galaxy"
+    assert any(t.stage == "leg.vector.correct" for t in explained.explain.timings)
+    plain = search(gateway, "galxy", collection="typo-off", mode=common_pb2.RETRIEVAL_MODE_HYBRID,
+                   explain=True, effort=common_pb2.EFFORT_FAST)
+    assert {lst.leg: lst.query for lst in plain.explain.leg_lists}[common_pb2.LEG_VECTOR] == "galxy"

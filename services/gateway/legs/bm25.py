@@ -21,6 +21,7 @@ class Bm25Leg:
         return plan.mode in MODES
 
     def request(self, base, plan, settings):
+        base.fuzzy = plan.fuzzy  # typo tolerance: fuzzy and prefix terms (bm25/fuzzy.py)
         return base
 
     def call(self, backends, request, timeout):

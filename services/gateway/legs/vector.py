@@ -26,6 +26,7 @@ class VectorLeg:
         # Rocchio feedback is query-side expansion too: it follows the original query, as the plan says.
         if any(q.kind == common_pb2.QUERY_KIND_ORIGINAL for q in base.queries):
             base.feedback_docs = settings.vector.feedback_docs if plan.rocchio else 0
+        base.fuzzy = plan.fuzzy  # typo tolerance: the original query is embedded as the BM25 service corrects it
         return base
 
     def call(self, backends, request, timeout):
