@@ -119,3 +119,12 @@ def test_expand_on_fast_asks_the_expansion_service(cli):
     if state == "LEG_STATE_OK":
         assert forced["explain"].get("lexical_variants") or forced["explain"].get("semantic_variants")
         assert "QUERY_KIND_FEEDBACK" in {rl.get("kind") for rl in forced["explain"]["leg_lists"]}
+
+
+@pytest.mark.stack
+def test_page_token_reads_the_next_page(cli):
+    four = [h["doc_id"] for h in cli("rank fusion", "--json", "--effort", "fast", "-n", "4")["hits"]]
+    first = cli("rank fusion", "--json", "--effort", "fast", "-n", "2")
+    second = cli("rank fusion", "--json", "--effort", "fast", "-n", "2", "--page-token", first["next_page_token"])
+    assert [h["doc_id"] for h in second["hits"]] == four[2:4]
+    assert "next page: --page-token" in cli("rank fusion", "--effort", "fast", "-n", "2")

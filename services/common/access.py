@@ -7,8 +7,10 @@ the fault drill all come through here, so a user's shell and the tests find the 
 
 from __future__ import annotations
 
+import secrets
 from collections import namedtuple
 from collections.abc import Sequence
+from pathlib import Path
 
 import grpc
 
@@ -102,6 +104,16 @@ def aio_gateway_channel(address: str, options: Sequence = CHANNEL_OPTIONS, key: 
                        internal=False)
 
 
+def ensure_paging_key(auth_dir: Path) -> str:
+    """The page-token signing key of a one-machine stack (data_dir/auth/paging.key, made once, 0600)."""
+    path = auth_dir / "paging.key"
+    if not path.exists():
+        auth_dir.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o600)
+        path.write_text(secrets.token_urlsafe(32))
+    return path.read_text().strip()
+
+
 def prepare_local(settings: Settings) -> tuple[dict[str, str], list[str]]:
     """`serve all` on one machine: the keys file and an admin key on first start (unless auth.local_admin is
     off or a keys file is configured) and, with tls.enabled, the local certificates. Returns the settings
@@ -116,6 +128,8 @@ def prepare_local(settings: Settings) -> tuple[dict[str, str], list[str]]:
         notes.append("auth: OFF (auth.local_admin=false, no auth.keys_file)")
     else:
         notes.append(f"auth: API keys on, keys file {settings.auth.keys_file}")
+    if settings.paging.secret is None:
+        env["HYBRIDSEARCH_PAGING__SECRET"] = ensure_paging_key(local_auth_dir(settings.data_dir))
     if settings.tls.enabled:
         made = ensure_local_certificates(settings)
         notes.append(f"tls: gateway TLS, mutual TLS inside; CA {TlsFiles.of(settings).ca}" + (" (made now)" if made else ""))

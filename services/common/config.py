@@ -248,6 +248,18 @@ class ResilienceSettings(BaseModel):
     breaker_reset_s: float = Field(2.0, gt=0)
 
 
+class PagingSettings(BaseModel):
+    """Page tokens (gateway/paging.py): a first page's order kept in Redis for its later pages."""
+
+    # How long a page token and its stored order live; a later page after that is a clear error.
+    ttl_s: float = Field(600.0, gt=0)
+    # The first hits of an order that are kept (later pages read only these); 0 turns page tokens off.
+    max_hits: int = Field(200, ge=0, le=1000)
+    # The key tokens are signed with, shared by every gateway replica (a chart Secret; `serve all` makes
+    # data_dir/auth/paging.key). Unset: a key of this process only (tokens die with it), with a warning.
+    secret: SecretStr | None = None
+
+
 class AuthSettings(BaseModel):
     """API keys per tenant at the gateway (hybridsearch.common.apikeys, docs/security.md)."""
 
@@ -290,6 +302,7 @@ class Settings(BaseSettings):
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     admission: AdmissionSettings = Field(default_factory=AdmissionSettings)
     resilience: ResilienceSettings = Field(default_factory=ResilienceSettings)
+    paging: PagingSettings = Field(default_factory=PagingSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     tls: TlsSettings = Field(default_factory=TlsSettings)
     # The API key clients (CLI, GatewayClient, loadtest) send; unset: data_dir/auth/admin.key when present.

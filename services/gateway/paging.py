@@ -14,16 +14,25 @@ without its signature.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
 import json
+import logging
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from hybridsearch.common.validation import InvalidArgument
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from hybridsearch.common.config import Settings
+from hybridsearch.common.validation import InvalidArgument, Refusal
 from hybridsearch.v1 import search_pb2
+
+log = logging.getLogger(__name__)
 
 TOKEN_VERSION = 1
 MAX_TOKEN_CHARS = 512
@@ -112,3 +121,70 @@ class PageStore:
         if raw is None:
             raise InvalidArgument("page_token expired (its stored order is gone); run the search again")
         return search_pb2.StoredOrder.FromString(raw)
+
+
+class Pager:
+    """The gateway's paging: keeps a first page's order, answers later pages from it.
+
+    The order is built and written after the answer has gone (a task), so a first page costs its caller
+    nothing; a later page that arrives before that write finished waits for it. While Redis is
+    unreachable first pages carry no token and say why (each still tries a write, so paging comes back)."""
+
+    def __init__(self, settings: Settings) -> None:
+        cfg = settings.paging
+        secret = cfg.secret.get_secret_value().encode() if cfg.secret else None
+        if secret is None and cfg.max_hits:
+            log.warning("paging.secret is not set: page tokens are signed with a key of this process only "
+                        "(another replica, or this one after a restart, refuses them)")
+        self.tokens = PageTokens(secret or secrets.token_bytes(32), cfg.ttl_s)
+        client = redis.Redis.from_url(settings.expansion.redis_url, socket_connect_timeout=0.5, socket_timeout=0.5)
+        self.store = PageStore(client, cfg.ttl_s)
+        self.max_hits = cfg.max_hits
+        self.reachable = True
+        self._pending: dict[str, asyncio.Task] = {}
+
+    def keep(self, request: search_pb2.SearchRequest, first: search_pb2.SearchResponse,
+             order: Callable[[int], list[search_pb2.SearchHit]], candidates: int, next_offset: int) -> None:
+        """After a first page with more hits than it shows: sets its next_page_token and stores `order(n)`
+        (the first n hits in final order, without previews) in the background."""
+        if not self.max_hits or next_offset >= min(candidates, self.max_hits):
+            return
+        head = search_pb2.SearchResponse(legs=first.legs, degraded=first.degraded, mode=first.mode,
+                                         effort=first.effort, notices=first.notices,
+                                         total_candidates=first.total_candidates)
+        order_id = self.tokens.new_order_id()
+        if self.reachable:
+            first.next_page_token = self.tokens.issue(order_id, next_offset, request_digest(request))
+        else:
+            first.notices.append("no next_page_token: the page store (Redis) is not reachable")
+        task = asyncio.ensure_future(self._save(order_id, head, order, min(candidates, self.max_hits)))
+        self._pending[order_id] = task
+        task.add_done_callback(lambda _t: self._pending.pop(order_id, None))
+
+    async def _save(self, order_id: str, head: search_pb2.SearchResponse,
+                    order: Callable[[int], list[search_pb2.SearchHit]], n: int) -> None:
+        kept = search_pb2.StoredOrder(hits=order(n))
+        kept.head.CopyFrom(head)
+        try:
+            await self.store.save(order_id, kept)
+            if not self.reachable:
+                log.info("the page store (Redis) is reachable again: page tokens on")
+            self.reachable = True
+        except (RedisError, OSError) as err:
+            if self.reachable:
+                log.warning("the page store (Redis) is not reachable (%s): answers carry no page token", err)
+            self.reachable = False
+
+    async def order(self, request: search_pb2.SearchRequest) -> tuple[PageToken, search_pb2.StoredOrder]:
+        """The token's stored order, or InvalidArgument (bad, foreign, expired token) / Refusal (no Redis)."""
+        token = self.tokens.check(request.page_token, request_digest(request))
+        pending = self._pending.get(token.order_id)
+        if pending is not None:
+            await asyncio.shield(pending)
+        try:
+            return token, await self.store.load(token.order_id)
+        except (RedisError, OSError) as err:
+            raise Refusal(f"the page store (Redis) is not reachable ({type(err).__name__}); retry later") from err
+
+    async def close(self) -> None:
+        await self.store.client.aclose()

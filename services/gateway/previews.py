@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
-from hybridsearch.v1 import common_pb2
+from hybridsearch.v1 import common_pb2, search_pb2
 
 SNIPPET_CHARS = 300
 UMLAUT = {"a": "[aä]", "o": "[oö]", "u": "[uü]"}
@@ -120,3 +120,13 @@ def tag_distribution(tag_values: Iterable[str]) -> dict[str, int]:
     """How many hits carry each tag (comma-separated values, trimmed, case kept), most frequent first."""
     counts = Counter(t.strip() for value in tag_values for t in value.split(",") if t.strip())
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def show(hit: search_pb2.SearchHit, query: str, text: str, analyzer: EnglishAnalyzer, rank: int, effort: int) -> None:
+    """Fills a hit's preview: snippet, highlights, marked snippet, complete flag, and the full text when
+    the hit at 0-based `rank` qualifies (include_full_text)."""
+    shown = preview(query, text, analyzer)
+    hit.snippet, hit.marked_snippet, hit.complete = shown.snippet, shown.marked, shown.complete
+    hit.highlights.extend(search_pb2.Highlight(start=a, end=b) for a, b in shown.highlights)
+    if include_full_text(rank, hit.rerank_score, hit.reranked, len(text), effort):
+        hit.full_text = text

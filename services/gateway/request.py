@@ -35,6 +35,7 @@ class SearchPlan:
     config: CollectionConfig = field(default_factory=lambda: DEFAULT)  # what the collection declares (tag leg, boosts)
     expand: bool | None = None  # None: the effort decides query expansion (variants, HyDE, Rocchio)
     language: str = ""  # the request's override (common.language.SUPPORTED); empty: expansion detects it
+    page_token: str = ""  # a later page: read from the first page's kept order (gateway/paging.py)
 
     @property
     def expands(self) -> bool:
@@ -70,6 +71,8 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
         raise InvalidArgument(f"unknown effort {request.effort}")
     if not 0.0 <= request.min_score <= 1.0:
         raise InvalidArgument(f"min_score must be within [0, 1], got {request.min_score}")
+    if request.page_token and request.offset:
+        raise InvalidArgument("page_token and offset exclude each other: a page token already names its page")
     collection = check_collection(request.collection)
     config = collection_config(settings, collection)
     return SearchPlan(
@@ -88,4 +91,5 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
         expand=request.expand if request.HasField("expand") else None,
         language=check_language(request.language) if request.language else "",
         fuzzy=request.fuzzy if request.HasField("fuzzy") else config.fuzzy,
+        page_token=request.page_token,
     )

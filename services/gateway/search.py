@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -28,7 +29,7 @@ from hybridsearch.common import metrics
 from hybridsearch.common.config import Settings
 from hybridsearch.common.effort import effort_policy
 from hybridsearch.common.telemetry import tracer
-from hybridsearch.common.validation import InvalidArgument, abort_invalid
+from hybridsearch.common.validation import InvalidArgument, Refusal, abort_invalid
 from hybridsearch.fusion.params import params_to_proto
 from hybridsearch.fusion.service import fuse_proto
 from hybridsearch.gateway.admission import Admission, Overloaded
@@ -37,7 +38,8 @@ from hybridsearch.gateway.boosts import boost_final, boost_fused
 from hybridsearch.gateway.breakers import Breakers, CircuitOpen
 from hybridsearch.gateway.legs.protocol import RetrievalLeg
 from hybridsearch.gateway.legs.registry import LEGS
-from hybridsearch.gateway.previews import counts_line, include_full_text, preview, tag_distribution
+from hybridsearch.gateway.paging import Pager
+from hybridsearch.gateway.previews import counts_line, show, tag_distribution
 from hybridsearch.gateway.request import SearchPlan, plan_search
 from hybridsearch.gateway.rerank_policy import ModelInfo, decide_rerank, needs_model
 from hybridsearch.reranker.blend import blend
@@ -62,6 +64,9 @@ class Trace:
     fusion_applied: fusion_pb2.FusionConfig | None = None  # what the fusion service says it applied
     boosts: list[search_pb2.AppliedBoost] = field(default_factory=list)  # metadata boosts that applied
     degraded: bool = False
+    # The final order for later pages: order(n) builds its first n hits (paging.Pager, after the answer).
+    order: Callable[[int], list[search_pb2.SearchHit]] = lambda n: []
+    candidates: int = 0
     _hits: dict[str, common_pb2.LegHit] | None = None
 
     def hit(self, chunk_id: str) -> common_pb2.LegHit:
@@ -181,6 +186,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         self.breakers = Breakers(self.resilience.breaker_threshold, self.resilience.breaker_reset_s)
         # Highlights match the query's terms as BM25 analyses them (stemmed, without stopwords).
         self.analyzer = EnglishAnalyzer(settings.bm25.stemmer, settings.bm25.stopwords)
+        self.pager = Pager(settings)
         metrics.initialise(metrics.DEGRADED_LEGS, "leg", metrics.DEGRADABLE_LEGS)
         metrics.initialise(metrics.REJECTED, "reason", ("queue_full", "wait"))
 
@@ -212,9 +218,14 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                     span.set_attribute("search.collection", plan.collection)
                     span.set_attribute("search.mode", common_pb2.RetrievalMode.Name(plan.mode))
                     span.set_attribute("search.effort", common_pb2.Effort.Name(plan.effort))
-                    response = await self._search(plan, deadline, trace)
+                    if plan.page_token:
+                        response = await self._next_page(request, plan, deadline)
+                    else:
+                        response = await self._search(plan, deadline, trace)
+                        if response is not None:
+                            self.pager.keep(request, response, trace.order, trace.candidates, plan.offset + plan.top_k)
                     span.set_attribute("search.degraded", response is None or response.degraded)
-        except InvalidArgument as err:
+        except Refusal as err:  # InvalidArgument included
             await abort_invalid(context, err)
         except Overloaded as err:
             metrics.REJECTED.labels(reason=err.reason).inc()
@@ -412,6 +423,49 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             final={b.index: b.final for b in blended},
         )
 
+    async def _next_page(self, request: search_pb2.SearchRequest, plan: SearchPlan,
+                         deadline: Deadline) -> search_pb2.SearchResponse:
+        """A later page: the first page's kept order from `offset`, previews from the stored chunks."""
+        started = time.perf_counter()
+        token, order = await self.pager.order(request)
+        hits = list(order.hits[token.offset : token.offset + plan.top_k])
+        chunks = await self._stored_chunks(plan.collection, hits, deadline)
+        tags = []
+        for rank, hit in enumerate(hits, start=token.offset):
+            chunk = chunks.get(hit.chunk_id)
+            show(hit, plan.query, chunk.text if chunk else "", self.analyzer, rank, plan.effort)
+            tags.append(chunk.metadata.get(plan.config.tags_field, "") if chunk else "")
+        response = search_pb2.SearchResponse()
+        response.CopyFrom(order.head)
+        response.hits.extend(hits)
+        reranked = sum(h.reranked for h in order.hits)
+        response.counts.CopyFrom(search_pb2.ResultCounts(
+            reranked=reranked, candidates=order.head.total_candidates, returned=len(hits),
+            line=counts_line(reranked, order.head.total_candidates, len(hits))))
+        response.tag_counts.update(tag_distribution(tags))
+        if missing := [h.doc_id for h in hits if h.chunk_id not in chunks]:
+            response.notices.append(f"{len(missing)} hits of this page are no longer stored (deleted since): {missing[:5]}")
+        following = token.offset + plan.top_k
+        if following < len(order.hits):
+            response.next_page_token = self.pager.tokens.issue(token.order_id, following, token.digest)
+        response.took_ms = (time.perf_counter() - started) * 1000
+        return response
+
+    async def _stored_chunks(self, collection: str, hits, deadline: Deadline) -> dict[str, common_pb2.Chunk]:
+        """The stored chunks of these hits by chunk id: the vector leg's own passages ("#p<n>") from the
+        vector store, every other chunk from the BM25 store."""
+        wanted: dict[bool, set[str]] = {True: set(), False: set()}
+        for h in hits:
+            wanted[h.chunk_id.rpartition("#")[2].startswith("p")].add(h.doc_id)
+        calls = [stub.GetChunks(common_pb2.GetChunksRequest(collection=collection, doc_ids=sorted(ids)),
+                                timeout=deadline.left())
+                 for stub, ids in ((self.backends.vector, wanted[True]), (self.backends.bm25, wanted[False])) if ids]
+        try:
+            answers = await asyncio.gather(*calls)
+        except grpc.aio.AioRpcError as err:
+            raise Refusal(f"the page's texts could not be read ({err.code().name}: {err.details()}); retry") from err
+        return {c.chunk_id: c for answer in answers for c in answer.chunks}
+
     def _respond(self, plan, fused, reranked: Reranked, trace) -> search_pb2.SearchResponse:
         finals = reranked.final_scores(fused)
         rerank_scores = reranked.rerank
@@ -421,21 +475,22 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         trace.boosts += applied
         kept = [i for i in order if finals[i] >= plan.min_score]
         # Only the page is built: snippets and evidence for hits nobody will see cost most of an answer.
+        def hit(i: int) -> search_pb2.SearchHit:
+            f = fused[i]
+            return search_pb2.SearchHit(
+                doc_id=f.doc_id, chunk_id=f.chunk_id, title=trace.hit(f.chunk_id).title, score=finals[i],
+                fusion_score=f.normalized_score, rerank_score=rerank_scores.get(i, 0.0), reranked=i in rerank_scores,
+                collection=plan.collection,
+                legs=[search_pb2.LegRank(leg=e.leg, kind=e.kind, rank=e.rank, score=e.score) for e in f.evidence],
+            )
+
+        # Later pages read the order as kept here (paging.Pager builds it after the answer has gone).
+        trace.order, trace.candidates = (lambda n: [hit(i) for i in kept[:n]]), len(kept)
         page, tags = [], []
         for rank, i in enumerate(kept[plan.offset : plan.offset + plan.top_k], start=plan.offset):
-            f, leg_hit = fused[i], trace.hit(fused[i].chunk_id)
-            shown = preview(plan.query, leg_hit.text, self.analyzer)
-            full = include_full_text(rank, rerank_scores.get(i, 0.0), i in rerank_scores, len(leg_hit.text), plan.effort)
-            page.append(
-                search_pb2.SearchHit(
-                    doc_id=f.doc_id, chunk_id=f.chunk_id, title=leg_hit.title, snippet=shown.snippet,
-                    highlights=[search_pb2.Highlight(start=a, end=b) for a, b in shown.highlights],
-                    marked_snippet=shown.marked, complete=shown.complete, full_text=leg_hit.text if full else "",
-                    score=finals[i], fusion_score=f.normalized_score, rerank_score=rerank_scores.get(i, 0.0),
-                    reranked=i in rerank_scores, collection=plan.collection,
-                    legs=[search_pb2.LegRank(leg=e.leg, kind=e.kind, rank=e.rank, score=e.score) for e in f.evidence],
-                )
-            )
+            leg_hit = trace.hit(fused[i].chunk_id)
+            page.append(hit(i))
+            show(page[-1], plan.query, leg_hit.text, self.analyzer, rank, plan.effort)
             tags.append(leg_hit.metadata.get(plan.config.tags_field, ""))
         response = search_pb2.SearchResponse(
             hits=page, legs=list(trace.legs.values()), degraded=trace.degraded, mode=plan.mode, effort=plan.effort,
