@@ -174,6 +174,30 @@ class FusionSettings(BaseModel):
     rrf_bm25_weight: float = 1.0
     rrf_vector_weight: float = 1.0
     rrf_tag_weight: float = 1.0
+    # The link expansion's list (`graph`), under every method: half a retrieval leg, so linked evidence
+    # lifts a candidate the query found and adds neighbours below the documents the query itself found.
+    graph_weight: float = 0.5
+
+
+class GraphSettings(BaseModel):
+    """Link expansion (`graph`; gateway/graph.py asks, vector/neighbours.py answers)."""
+
+    # The top fused documents whose one-hop neighbours are looked up (GNO: "bounded one-hop neighbors
+    # from top seeds"), and at most how many neighbours join the second fusion pass.
+    seeds: int = Field(5, ge=1, le=50)
+    neighbours: int = Field(20, ge=1, le=200)
+    # The Neighbours call's own budget within the search deadline (3 payload lookups, 1 embedding, 1
+    # filtered search): a slow graph stage fails alone, reported, and the answer goes on without it.
+    timeout_s: float = Field(0.5, gt=0)
+    # Edge weights: a neighbour's score is its best chunk's similarity to the query times the strongest
+    # edge that reaches it. Explicit links (a Markdown link or the links field, either direction) are
+    # the author's word; a [[wiki]] link names a page by name, weaker; a wiki name that fits several
+    # documents (ambiguous) may mean any of them, weaker still (GNO: explicit above inferred and ambiguous).
+    explicit_weight: float = Field(1.0, gt=0, le=1)
+    wiki_weight: float = Field(0.7, gt=0, le=1)
+    ambiguous_weight: float = Field(0.4, gt=0, le=1)
+    # Neighbours considered at most (strongest edges first) before they are scored by the query.
+    candidates: int = Field(200, ge=1, le=2000)
 
 
 class RerankSettings(BaseModel):
@@ -289,6 +313,7 @@ class Settings(BaseSettings):
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     admission: AdmissionSettings = Field(default_factory=AdmissionSettings)
     resilience: ResilienceSettings = Field(default_factory=ResilienceSettings)
+    graph: GraphSettings = Field(default_factory=GraphSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     tls: TlsSettings = Field(default_factory=TlsSettings)
     # The API key clients (CLI, GatewayClient, loadtest) send; unset: data_dir/auth/admin.key when present.
