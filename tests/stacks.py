@@ -31,10 +31,12 @@ STACK_ENV = {
     # Metrics endpoints are tested in tests/observability on ports of their own; off here, so test
     # stacks never take 9464.. from a `make run` on the same machine.
     "HYBRIDSEARCH_METRICS_PORT": "0",
-    # Collections that declare features (tests/gateway/legs/test_tag.py, tests/gateway/test_boosts.py);
+    # Collections that declare features (tests/gateway/legs/test_tag.py, tests/gateway/test_boosts.py,
+    # tests/gateway/test_graph.py);
     # every other collection keeps the defaults, which change nothing.
     "HYBRIDSEARCH_COLLECTIONS": json.dumps({
         "tagged": {"tag_leg": True, "tags_field": "topics"},
+        "linked": {"graph": True},  # tests/gateway/test_graph.py: link expansion by default
         "boosted": {"boosts": [{"field": "type", "value": "decision", "fusion": 1.3, "rerank": 1.25},
                                {"field": "status", "value": "done", "fusion": 0.6, "rerank": 0.7}]},
     }),

@@ -174,9 +174,11 @@ class FusionSettings(BaseModel):
     rrf_bm25_weight: float = 1.0
     rrf_vector_weight: float = 1.0
     rrf_tag_weight: float = 1.0
-    # The link expansion's list (`graph`), under every method: half a retrieval leg, so linked evidence
-    # lifts a candidate the query found and adds neighbours below the documents the query itself found.
-    graph_weight: float = 0.5
+    # The link expansion's list (`graph`), under every method: half a leg of this z-score fusion (legs
+    # 0.5), so linked evidence lifts a candidate the query found, and a neighbour found by its links only
+    # ranks below the seed that led to it (at 0.5, a neighbour list as long as the BM25 list put its top
+    # neighbour above the seed: tests/gateway/test_graph.py).
+    graph_weight: float = 0.25
 
 
 class GraphSettings(BaseModel):

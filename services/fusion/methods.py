@@ -63,7 +63,7 @@ class FusionParams:
     rrf_bm25_weight: float = 1.0
     rrf_vector_weight: float = 1.0
     rrf_tag_weight: float = 1.0
-    graph_weight: float = 0.5  # link expansion's list (LEG_GRAPH), under every method
+    graph_weight: float = 0.5  # link expansion's list (LEG_GRAPH), every method: half an RRF leg
 
     def kind_weight(self, kind: QueryKind) -> float:
         return {

@@ -31,6 +31,7 @@ class SearchPlan:
     min_score: float
     explain: bool
     config: CollectionConfig = field(default_factory=lambda: DEFAULT)  # what the collection declares (tag leg, boosts)
+    graph: bool = False  # link expansion (gateway.graph): the request's `graph`, else the collection's
 
     @property
     def metadata_fields(self) -> list[str]:
@@ -69,4 +70,5 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
         min_score=request.min_score,
         explain=request.explain,
         config=collection_config(settings, collection),
+        graph=request.graph if request.HasField("graph") else collection_config(settings, collection).graph,
     )
