@@ -204,6 +204,10 @@ async def test_links_ride_with_the_chunks_and_lead_both_ways(store):
     assert two["guide/setup.md"] == 1.0 and "refs/c.md" not in two and "notes/a.md" not in two
     assert await store.link_edges("links", ["e.md"], WEIGHTS) == {}
     assert await store.link_edges("missing", ["e.md"], WEIGHTS) == {}
+    # Reconcile copies a document's stored chunks to the other store through the same write: links follow.
+    copied = await store.get_chunks("links", [c.doc_id for c in LINKED])
+    await store.write("copy", copied, np.stack([unit(i) for i in range(len(copied))]), links_field="refs")
+    assert await store.link_edges("copy", ["notes/a.md"], WEIGHTS) == edges
 
 
 async def test_a_search_within_documents_keeps_the_filters(store):
