@@ -10,11 +10,12 @@ from hybridsearch.common.collections import CollectionConfig
 from hybridsearch.common.config import Settings
 from hybridsearch.corpus import read_documents
 from hybridsearch.fusion.methods import FusionMethod, FusionParams, Item, Ranking, fuse
-from hybridsearch.gateway.graph import GraphLeg, keep_chunks, seeds
+from hybridsearch.gateway.graph import GraphLeg, expand, keep_chunks, seeds
+from hybridsearch.gateway.search import Trace
 from hybridsearch.gateway.request import plan_search
 from hybridsearch.v1 import common_pb2, fusion_pb2, ingest_pb2, search_pb2, vector_pb2, vector_pb2_grpc
 
-OK, SKIPPED = search_pb2.LEG_STATE_OK, search_pb2.LEG_STATE_SKIPPED
+OK, SKIPPED, FAILED = search_pb2.LEG_STATE_OK, search_pb2.LEG_STATE_SKIPPED, search_pb2.LEG_STATE_FAILED
 GRAPH = common_pb2.LEG_GRAPH
 FAST, BM25 = common_pb2.EFFORT_FAST, common_pb2.RETRIEVAL_MODE_BM25
 
@@ -41,9 +42,9 @@ def test_the_graph_hit_lifts_the_chunk_fusion_chose():
     to it instead of choosing another chunk of the same document."""
     lists = [Ranking(common_pb2.LEG_BM25, [Item("a", "a#0", 5.0), Item("b", "b#2", 3.0)]),
              Ranking(GRAPH, [Item("b", "b#2", 0.9)])]
-    first, second = fuse(lists, FusionParams())
-    assert (second.doc_id, second.chunk_id) == ("b", "b#2") or (first.doc_id, first.chunk_id) == ("b", "b#2")
-    assert {e.leg for e in (first if first.doc_id == "b" else second).evidence} == {common_pb2.LEG_BM25, GRAPH}
+    fused = {f.doc_id: f for f in fuse(lists, FusionParams())}
+    assert fused["b"].chunk_id == "b#2"
+    assert {e.leg for e in fused["b"].evidence} == {common_pb2.LEG_BM25, GRAPH}
 
 
 def test_graph_weight_weighs_the_graph_list_under_every_method():
@@ -71,6 +72,54 @@ def test_the_leg_request_carries_seeds_query_filters_and_bound():
     assert (list(request.seeds), request.query.text, request.limit) == (["a", "b"], "q", s.graph.neighbours)
     assert list(request.filters) == only and list(request.metadata_fields) == ["type"]
     assert (leg.leg, leg.part) == (GRAPH, "graph")
+
+
+class Plan:
+    def __init__(self, graph: bool) -> None:
+        self.graph = graph
+
+
+async def stage(graph: bool, answer):
+    """The stage with `answer` standing in for the gateway's leg call: it records what the call did."""
+    trace, calls = Trace(), []
+    fused = [fused_hit("a"), fused_hit("b", 2)]
+    refused = [fused_hit("b", 2), fused_hit("a")]
+
+    async def run(leg):
+        calls.append(leg)
+        answer(trace)
+
+    async def fuse_again():
+        calls.append("fuse")
+        return refused
+
+    out = await expand(Plan(graph), fused, Settings(), trace, run, fuse_again)
+    return out, fused, refused, trace, calls
+
+
+async def test_the_stage_is_skipped_when_off():
+    out, fused, _, trace, calls = await stage(False, lambda trace: None)
+    assert out is fused and calls == [] and trace.legs["graph"].reason == "off"
+    assert trace.legs["graph"].state == SKIPPED and not trace.degraded
+
+
+async def test_a_failed_graph_call_leaves_the_first_fusion_and_degrades():
+    out, fused, _, trace, calls = await stage(True, lambda trace: trace.leg("graph", FAILED, "deadline exceeded"))
+    assert out is fused and len(calls) == 1 and trace.degraded
+    assert calls[0].seeds == ("a", "b") and calls[0].part == "graph"
+    assert [t.stage for t in trace.timings] == ["graph"]
+
+
+async def test_neighbours_fuse_again_with_chunks_kept():
+    def answer(trace):
+        trace.lists.append(common_pb2.RankedList(leg=GRAPH, hits=[
+            common_pb2.LegHit(doc_id="b", chunk_id="b#0", rank=1), common_pb2.LegHit(doc_id="c", chunk_id="c#0", rank=2)]))
+        trace.leg("graph", OK, "qdrant-edge links")
+
+    out, _, refused, trace, calls = await stage(True, answer)
+    assert out is refused and calls[-1] == "fuse"
+    assert [h.chunk_id for h in trace.lists[0].hits] == ["b#2", "c#0"]
+    assert trace.legs["graph"].reason == "2 neighbours of 2 seeds (1 new, 1 already candidates); qdrant-edge links"
 
 
 # The stack: a linked corpus. ops/keys.md is what the query finds; it links to the runbook (Markdown,
