@@ -185,7 +185,6 @@ class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
         return common_pb2.LegSearchResponse(engine=f"{self.engine.store.name} tags", lists=lists,
                                             timings_ms={"engine": (time.perf_counter() - started) * 1000})
 
-
     async def Neighbours(self, request: vector_pb2.NeighboursRequest, context) -> common_pb2.LegSearchResponse:
         try:
             collection, filters, seeds = check_neighbours(request)
