@@ -124,6 +124,7 @@ def query(
     n: Annotated[int, typer.Option("-n", help="number of results")] = 10,
     expand: Annotated[Optional[bool], typer.Option("--expand/--no-expand", help="query expansion (default: effort decides)")] = None,
     rerank: Annotated[Optional[bool], typer.Option("--rerank/--no-rerank", help="the reranker (default: effort decides)")] = None,
+    graph: Annotated[Optional[bool], typer.Option("--graph/--no-graph", help="link expansion: neighbours of the top hits join a second fusion (default: the collection's setting, off)")] = None,
     min_score: Annotated[float, typer.Option(help="drop hits scoring below this (0-1)")] = 0.0,
     offset: Annotated[int, typer.Option(help="skip this many hits")] = 0,
     page_token: Annotated[Optional[str], typer.Option(help="the next page of an earlier answer (its next_page_token)")] = None,
@@ -149,6 +150,8 @@ def query(
         request.expand = expand
     if fuzzy is not None:
         request.fuzzy = fuzzy
+    if graph is not None:
+        request.graph = graph
     if page_token:
         request.page_token = page_token
     if language:
@@ -201,6 +204,8 @@ def print_response(text: str, response) -> None:
             out.print(f"  {line}")
         e = response.explain
         out.print(f"  fusion order: {list(e.fusion_order[:10])}")
+        for rl in (rl for rl in e.leg_lists if rl.leg == common_pb2.LEG_GRAPH):
+            out.print(f"  graph added: {[(h.doc_id, round(h.score, 3)) for h in rl.hits[:10]]}")
         for b in e.boosts[:20]:
             out.print(f"  boost {search_pb2.BoostStage.Name(b.stage).removeprefix('BOOST_STAGE_').lower()}: "
                       f"{b.doc_id} {b.field}={b.value} x{b.factor:.2f}")

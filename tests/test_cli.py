@@ -64,6 +64,15 @@ def test_no_rerank_skips_the_reranker(cli):
 
 
 @pytest.mark.stack
+def test_graph_turns_link_expansion_on(cli):
+    legs = {leg["name"]: leg for leg in cli("rank fusion", "--json", "--effort", "fast", "--graph")["legs"]}
+    assert legs["graph"]["state"] == "LEG_STATE_OK" and "seeds" in legs["graph"]["reason"]
+    legs = {leg["name"]: leg for leg in cli("rank fusion", "--json", "--effort", "fast", "--no-graph")["legs"]}
+    assert legs["graph"]["state"] == "LEG_STATE_SKIPPED"
+    assert "graph: ok" in cli("rank fusion", "--effort", "fast", "--graph", "--explain")
+
+
+@pytest.mark.stack
 def test_min_score_drops_low_hits(cli):
     every = cli("rank fusion", "--json", "--effort", "fast", "-n", "20")["hits"]
     scores = sorted(h.get("score", 0.0) for h in every)  # JSON leaves out zeros

@@ -4,7 +4,7 @@ metadata boosts and demotions, links. Every service reads it from here (gateway,
 Collections come from settings: `collections` (HYBRIDSEARCH_COLLECTIONS as JSON) and `collections_file`
 (YAML or JSON, the same mapping; a chart ConfigMap on Kubernetes), the file read first and the mapping
 on top. A collection nobody declared gets the defaults, and the defaults change nothing: title and text
-only, no fuzzy matching, English analysis, no tag leg, no boosts, no links.
+only, no fuzzy matching, English analysis, no tag leg, no boosts, no link expansion.
 
     # collections.yaml
     notes:
@@ -17,7 +17,7 @@ only, no fuzzy matching, English analysis, no tag leg, no boosts, no links.
 
 Fields, language and analyzer are read when chunks are written: changing them needs a re-ingest
 (`hybridsearch reconcile` does not rewrite analysis). Query-side settings (fuzzy, tag leg, boosts)
-apply from the next query.
+apply from the next query; links (`links_field`) are read when chunks are written, like fields.
 """
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ class CollectionConfig(BaseModel):
     boosts: list[MetadataBoost] = Field(default_factory=list)
     # Metadata key listing linked document ids (comma-separated), besides links found in the text.
     links_field: str = "links"
+    # Link expansion by default for this collection's queries (a request's `graph` overrides it).
+    graph: bool = False
 
     @field_validator("language")
     @classmethod

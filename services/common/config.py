@@ -175,6 +175,32 @@ class FusionSettings(BaseModel):
     rrf_bm25_weight: float = 1.0
     rrf_vector_weight: float = 1.0
     rrf_tag_weight: float = 1.0
+    # The link expansion's list (`graph`), under every method: half a leg of this z-score fusion (legs
+    # 0.5), so linked evidence lifts a candidate the query found, and a neighbour found by its links only
+    # ranks below the seed that led to it (at 0.5, a neighbour list as long as the BM25 list put its top
+    # neighbour above the seed: tests/gateway/test_graph.py).
+    graph_weight: float = 0.25
+
+
+class GraphSettings(BaseModel):
+    """Link expansion (`graph`; gateway/graph.py asks, vector/neighbours.py answers)."""
+
+    # The top fused documents whose one-hop neighbours are looked up (GNO: "bounded one-hop neighbors
+    # from top seeds"), and at most how many neighbours join the second fusion pass.
+    seeds: int = Field(5, ge=1, le=50)
+    neighbours: int = Field(20, ge=1, le=200)
+    # The Neighbours call's own budget within the search deadline (3 payload lookups, 1 embedding, 1
+    # filtered search): a slow graph stage fails alone, reported, and the answer goes on without it.
+    timeout_s: float = Field(0.5, gt=0)
+    # Edge weights: a neighbour's score is its best chunk's similarity to the query times the strongest
+    # edge that reaches it. Explicit links (a Markdown link or the links field, either direction) are
+    # the author's word; a [[wiki]] link names a page by name, weaker; a wiki name that fits several
+    # documents (ambiguous) may mean any of them, weaker still (GNO: explicit above inferred and ambiguous).
+    explicit_weight: float = Field(1.0, gt=0, le=1)
+    wiki_weight: float = Field(0.7, gt=0, le=1)
+    ambiguous_weight: float = Field(0.4, gt=0, le=1)
+    # Neighbours considered at most (strongest edges first) before they are scored by the query.
+    candidates: int = Field(200, ge=1, le=2000)
 
 
 class RerankSettings(BaseModel):
@@ -303,6 +329,7 @@ class Settings(BaseSettings):
     admission: AdmissionSettings = Field(default_factory=AdmissionSettings)
     resilience: ResilienceSettings = Field(default_factory=ResilienceSettings)
     paging: PagingSettings = Field(default_factory=PagingSettings)
+    graph: GraphSettings = Field(default_factory=GraphSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     tls: TlsSettings = Field(default_factory=TlsSettings)
     # The API key clients (CLI, GatewayClient, loadtest) send; unset: data_dir/auth/admin.key when present.

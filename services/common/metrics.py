@@ -61,7 +61,7 @@ RERANK_POOL = Histogram(
     "hybridsearch_rerank_pool_size", "Candidates sent to the reranker on Triton per search", buckets=POOL_BUCKETS,
 )
 
-DEGRADABLE_LEGS = ("bm25", "vector", "tag", "expansion", "rerank", "fusion")
+DEGRADABLE_LEGS = ("bm25", "vector", "tag", "graph", "expansion", "rerank", "fusion")
 CACHE_RESULTS = ("hit", "miss", "error")
 
 

@@ -33,12 +33,18 @@ def check_leg_search(request: common_pb2.LegSearchRequest) -> tuple[str, list[co
         raise InvalidArgument(f"limit must be 1-{MAX_LEG_LIMIT}, got {request.limit}")
     if not 0 <= request.feedback_docs <= 50:
         raise InvalidArgument("feedback_docs must be 0-50")
-    if len(request.metadata_fields) > MAX_METADATA_FIELDS:
-        raise InvalidArgument(f"at most {MAX_METADATA_FIELDS} metadata_fields, got {len(request.metadata_fields)}")
-    for i, name in enumerate(request.metadata_fields):
+    check_metadata_fields(request.metadata_fields)
+    return collection, filters
+
+
+def check_metadata_fields(fields) -> tuple[str, ...]:
+    """The metadata keys a search asks back with its hits, checked."""
+    if len(fields) > MAX_METADATA_FIELDS:
+        raise InvalidArgument(f"at most {MAX_METADATA_FIELDS} metadata_fields, got {len(fields)}")
+    for i, name in enumerate(fields):
         if not FIELD_NAME.fullmatch(name):
             raise InvalidArgument(f"metadata_fields[{i}] {name[:80]!r} is not a metadata key ([A-Za-z0-9_-]{{1,64}})")
-    return collection, filters
+    return tuple(fields)
 
 
 class StoreServicerMixin:

@@ -63,6 +63,7 @@ class FusionParams:
     rrf_bm25_weight: float = 1.0
     rrf_vector_weight: float = 1.0
     rrf_tag_weight: float = 1.0
+    graph_weight: float = 0.5  # link expansion's list (LEG_GRAPH), every method: half an RRF leg
 
     def kind_weight(self, kind: QueryKind) -> float:
         return {
@@ -77,9 +78,9 @@ class FusionParams:
         """Each leg's weight under this method, keyed by its common_pb2.Leg value."""
         if self.method is FusionMethod.RRF:
             return {common_pb2.LEG_BM25: self.rrf_bm25_weight, common_pb2.LEG_VECTOR: self.rrf_vector_weight,
-                    common_pb2.LEG_TAG: self.rrf_tag_weight}
+                    common_pb2.LEG_TAG: self.rrf_tag_weight, common_pb2.LEG_GRAPH: self.graph_weight}
         return {common_pb2.LEG_BM25: self.bm25_weight, common_pb2.LEG_VECTOR: self.vector_weight,
-                common_pb2.LEG_TAG: self.tag_weight}
+                common_pb2.LEG_TAG: self.tag_weight, common_pb2.LEG_GRAPH: self.graph_weight}
 
     def leg_weight(self, leg: int) -> float:
         return self.leg_weights().get(leg, 1.0)

@@ -17,7 +17,7 @@ METHODS = {
 METHOD_ENUM = {v: k for k, v in METHODS.items()}
 # The numbers a FusionConfig carries (FusionParams, FusionSettings and FusionConfig share these names).
 NUMBERS = ("rrf_k", "bm25_weight", "vector_weight", "tag_weight", "variant_weight", "hyde_weight", "top_rank_bonus",
-           "rrf_bm25_weight", "rrf_vector_weight", "rrf_tag_weight")
+           "rrf_bm25_weight", "rrf_vector_weight", "rrf_tag_weight", "graph_weight")
 
 
 def params_from_settings(defaults: FusionSettings) -> FusionParams:

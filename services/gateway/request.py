@@ -46,6 +46,7 @@ class SearchPlan:
     def rocchio(self) -> bool:
         """Whether the vector leg adds its Rocchio feedback list (query-side expansion too)."""
         return self.expand if self.expand is not None else effort_policy(self.effort).rocchio_feedback
+    graph: bool = False  # link expansion (gateway.graph): the request's `graph`, else the collection's
 
     @property
     def metadata_fields(self) -> list[str]:
@@ -92,4 +93,5 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
         language=check_language(request.language) if request.language else "",
         fuzzy=request.fuzzy if request.HasField("fuzzy") else config.fuzzy,
         page_token=request.page_token,
+        graph=request.graph if request.HasField("graph") else config.graph,
     )

@@ -3,7 +3,8 @@
   1. validate the request into a SearchPlan
   2. fan out under one deadline: every leg of the registry (gateway.legs) the plan uses || expansion
   3. run the variant queries through the legs that take their kind
-  4. fuse every ranked list (fusion service; in-process if it is down)
+  4. fuse every ranked list (fusion service; in-process if it is down); with link expansion
+     (gateway.graph) the top documents' neighbours join as one more list and fusion runs again
   5. rerank the head of the fused list on Triton and blend by position
   6. the collection's metadata boosts (gateway.boosts) on the fused scores before the rerank pool is cut,
      and on the final scores after rerank
@@ -36,6 +37,7 @@ from hybridsearch.gateway.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.boosts import boost_final, boost_fused
 from hybridsearch.gateway.breakers import Breakers, CircuitOpen
+from hybridsearch.gateway.graph import expand as expand_graph
 from hybridsearch.gateway.legs.protocol import RetrievalLeg
 from hybridsearch.gateway.legs.registry import LEGS
 from hybridsearch.gateway.paging import Pager
@@ -68,14 +70,16 @@ class Trace:
     order: Callable[[int], list[search_pb2.SearchHit]] = lambda n: []
     candidates: int = 0
     _hits: dict[str, common_pb2.LegHit] | None = None
+    _indexed: int = 0  # lists in _hits (a list added later, the graph's, is indexed on the next lookup)
 
     def hit(self, chunk_id: str) -> common_pb2.LegHit:
         """The leg hit (title, text) of a chunk: fused hits travel without text, the gateway holds it."""
-        if self._hits is None:
-            self._hits = {}
-            for rl in self.lists:
+        if self._hits is None or self._indexed < len(self.lists):
+            self._hits = self._hits or {}
+            for rl in self.lists[self._indexed:]:
                 for h in rl.hits:
                     self._hits.setdefault(h.chunk_id, h)
+            self._indexed = len(self.lists)
         return self._hits.get(chunk_id) or common_pb2.LegHit()
 
     def leg(self, name: str, state: int, reason: str = "") -> None:
@@ -281,9 +285,12 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
 
         # Stage 3: fusion.
         t = time.perf_counter()
-        fused = await self._fuse(plan, deadline, trace)
-        fused, trace.boosts = boost_fused(fused, lambda chunk_id: trace.hit(chunk_id).metadata, plan.config.boosts)
+        fused = await self._fused(plan, deadline, trace)
         trace.timed("fusion", t)
+        # Link expansion (gateway.graph): the top documents' neighbours join, fused a second time.
+        fused = await expand_graph(plan, fused, self.settings, trace,
+                                   lambda leg: self._leg(leg, plan, originals, depth, deadline, trace),
+                                   lambda: self._fused(plan, deadline, trace))
 
         # Stage 4: rerank the head, blend by position.
         t = time.perf_counter()
@@ -361,6 +368,12 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             trace.leg("expansion", SKIPPED, exp.skip_reason)
         else:
             trace.leg("expansion", OK, f"{exp.generator}{' (cached)' if exp.cache_hit else ''}")
+
+    async def _fused(self, plan, deadline, trace) -> list[fusion_pb2.FusedHit]:
+        """Every list fused, then the collection's metadata boosts on the fused scores."""
+        fused = await self._fuse(plan, deadline, trace)
+        fused, trace.boosts = boost_fused(fused, lambda chunk_id: trace.hit(chunk_id).metadata, plan.config.boosts)
+        return fused
 
     async def _fuse(self, plan, deadline, trace) -> list[fusion_pb2.FusedHit]:
         limit = self.settings.fusion_depth

@@ -240,11 +240,12 @@ class EdgeStore(ChunkPointStore):
                 "payload_indexes": ",".join(sorted(info.payload_schema))}
 
     async def search(self, collection: str, vectors: np.ndarray, limit: int, filters,
-                     with_vectors: bool = False) -> list[list[qe.ScoredPoint]]:
-        """One list of ScoredPoint (`.score`, `.payload`, `.vector`) per query vector, as one batch."""
+                     with_vectors: bool = False, within: list[str] | None = None) -> list[list[qe.ScoredPoint]]:
+        """One list of ScoredPoint (`.score`, `.payload`, `.vector`) per query vector, as one batch
+        (only documents `within`, when given)."""
         if (shard := await self._shard(collection)) is None:
             return [[] for _ in vectors]
-        flt = edge_filter(qdrant_filter(filters))
+        flt = edge_filter(qdrant_filter(filters, within))
         batch = qe.QueryBatchRequest([
             qe.QueryRequest(limit=limit, query=qe.Query.Nearest(v.tolist()), filter=flt,
                             params=self._search_params, with_payload=True, with_vector=with_vectors)

@@ -17,16 +17,20 @@ import numpy as np
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.server import internal_channel, serve
-from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search
+from hybridsearch.common.limits import MAX_LEG_LIMIT, MAX_QUERY_CHARS
+from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search, check_metadata_fields
 from hybridsearch.common.collections import collection_config
 from hybridsearch.common.stores import UpsertResult, picked_metadata
 from hybridsearch.common.tags import query_keywords
-from hybridsearch.common.validation import InvalidArgument, abort_invalid
+from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection, check_doc_ids, check_filters
 from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2, vector_pb2, vector_pb2_grpc
 from hybridsearch.vector.embedder import EmbeddingCache, QueryEncoder, open_embedder
 from hybridsearch.vector.edge import EdgeStore
 from hybridsearch.vector.engine import DenseEngine
-from hybridsearch.vector.store import ChunkPointStore, QdrantStore
+from hybridsearch.vector.neighbours import EdgeWeights, ranked, strongest
+from hybridsearch.vector.store import NEIGHBOUR_CHUNKS, ChunkPointStore, QdrantStore
+
+MAX_SEEDS = 50
 
 
 class VectorEngine:
@@ -63,8 +67,8 @@ class VectorEngine:
         result = UpsertResult(documents_unchanged=unchanged)
         if todo:
             vectors = await self.embed([indexed_text(c.title, c.heading, c.text) for c in todo])
-            tags_field = collection_config(self.settings, collection).tags_field
-            written = await self.store.write(collection, todo, vectors, tags_field)
+            config = collection_config(self.settings, collection)
+            written = await self.store.write(collection, todo, vectors, config.tags_field, config.links_field)
             result.documents_written, result.chunks_written = written.documents_written, written.chunks_written
         return result
 
@@ -117,6 +121,30 @@ class VectorEngine:
             lists.append(common_pb2.RankedList(leg=common_pb2.LEG_TAG, kind=q.kind, query=q.text, hits=[
                 _hit(payload, float(count), r + 1, metadata_fields) for r, (payload, count) in enumerate(found)]))
         return lists
+
+    async def neighbours(self, collection: str, seeds: list[str], query: common_pb2.LegQuery, limit: int, filters,
+                         metadata_fields: tuple[str, ...] = (), timings: dict[str, float] | None = None
+                         ) -> common_pb2.RankedList:
+        """Link expansion: the seeds' one-hop neighbours (vector/neighbours.py) that pass the filters, each
+        by its best chunk for the query, scored similarity x edge weight; one LEG_GRAPH list."""
+        timings = {} if timings is None else timings
+        started = time.perf_counter()
+        cfg = self.settings.graph
+        edges = await self.store.link_edges(collection, seeds, EdgeWeights.of(cfg))
+        timings["links"] = (time.perf_counter() - started) * 1000
+        out = common_pb2.RankedList(leg=common_pb2.LEG_GRAPH, kind=query.kind, query=query.text)
+        if not edges:
+            return out
+        embedding = time.perf_counter()
+        vectors = await self.embed([query.text], passages=False)
+        searched = time.perf_counter()
+        timings["embed"] = (searched - embedding) * 1000
+        (points,) = await self.store.search(collection, vectors, NEIGHBOUR_CHUNKS, filters,
+                                            within=strongest(edges, cfg.candidates))
+        timings["engine"] = (time.perf_counter() - searched) * 1000
+        best = ranked(((p.payload, float(p.score)) for p in points), edges, limit)
+        out.hits.extend(_hit(payload, score, r + 1, metadata_fields) for r, (payload, score) in enumerate(best))
+        return out
 
     @staticmethod
     def _ranked(kind, text, points, metadata_fields=()) -> common_pb2.RankedList:
@@ -190,6 +218,32 @@ class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
                                              tuple(request.metadata_fields))
         return common_pb2.LegSearchResponse(engine=f"{self.engine.store.name} tags", lists=lists,
                                             timings_ms={"engine": (time.perf_counter() - started) * 1000})
+
+    async def Neighbours(self, request: vector_pb2.NeighboursRequest, context) -> common_pb2.LegSearchResponse:
+        try:
+            collection, filters, seeds = check_neighbours(request)
+            fields = check_metadata_fields(request.metadata_fields)
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        timings: dict[str, float] = {}
+        ranked_list = await self.engine.neighbours(collection, seeds, request.query, request.limit, filters, fields,
+                                                   timings)
+        return common_pb2.LegSearchResponse(engine=f"{self.engine.store.name} links", lists=[ranked_list],
+                                            timings_ms=timings)
+
+
+def check_neighbours(request: vector_pb2.NeighboursRequest) -> tuple[str, list, list[str]]:
+    """(collection, filters, seeds) of a valid Neighbours request; raises InvalidArgument otherwise."""
+    collection = check_collection(request.collection)
+    filters = check_filters(request.filters)
+    if not 0 < len(request.seeds) <= MAX_SEEDS:
+        raise InvalidArgument(f"send 1-{MAX_SEEDS} seeds, got {len(request.seeds)}")
+    seeds = check_doc_ids(request.seeds)
+    if not request.query.text.strip() or len(request.query.text) > MAX_QUERY_CHARS:
+        raise InvalidArgument(f"query.text must be 1-{MAX_QUERY_CHARS} characters")
+    if not 0 < request.limit <= MAX_LEG_LIMIT:
+        raise InvalidArgument(f"limit must be 1-{MAX_LEG_LIMIT}, got {request.limit}")
+    return collection, filters, seeds
 
 
 async def main() -> None:

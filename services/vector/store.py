@@ -28,8 +28,10 @@ from hybridsearch.common.stores import (
     chunks_by_document,
     stored_documents,
 )
+from hybridsearch.common.links import extract_links, page_keys
 from hybridsearch.common.tags import matched, split_tags
 from hybridsearch.v1 import common_pb2
+from hybridsearch.vector.neighbours import KEYS, LINK_FIELDS, LINKS, WIKI, EdgeWeights, neighbour_edges
 
 # Local mode warns on every call that it keeps no payload indexes and searches exactly: known, by design.
 warnings.filterwarnings("ignore", message="Payload indexes have no effect in the local Qdrant")
@@ -44,10 +46,13 @@ def point_id(doc_id: str, position: int) -> str:
     return str(uuid.uuid5(POINT_NAMESPACE, f"{doc_id}#{position}"))
 
 
-def qdrant_filter(filters: list[common_pb2.MetadataFilter]) -> models.Filter | None:
-    if not filters:
+def qdrant_filter(filters: list[common_pb2.MetadataFilter], doc_ids: list[str] | None = None) -> models.Filter | None:
+    """The request's metadata filters; with `doc_ids`, only those documents' chunks (link expansion)."""
+    if not filters and doc_ids is None:
         return None
     must, must_not = [], []
+    if doc_ids is not None:
+        must.append(models.FieldCondition(key="doc_id", match=models.MatchAny(any=list(doc_ids))))
     for f in filters:
         key = f"meta.{f.field}"
         which = f.WhichOneof("condition")
@@ -84,6 +89,8 @@ def payload_indexes(cfg: VectorSettings) -> dict[str, models.PayloadSchemaType]:
     """Payload field -> index type: what deletes, stats and metadata filters match on."""
     indexes = {"doc_id": models.PayloadSchemaType.KEYWORD, "position": models.PayloadSchemaType.INTEGER,
                TAGS: models.PayloadSchemaType.KEYWORD}  # the tag leg's exact lookup (match-any)
+    for field in (LINKS, WIKI, KEYS):  # link expansion's lookups, both directions (vector/neighbours.py)
+        indexes[field] = models.PayloadSchemaType.KEYWORD
     for field in cfg.indexed_fields:
         indexes[f"meta.{field}"] = models.PayloadSchemaType.KEYWORD
     return indexes
@@ -104,15 +111,19 @@ UPSERT_BATCH = 512  # points per upsert call: bounded requests, and searches int
 FIRST_CHUNKS = models.Filter(must=[models.FieldCondition(key="position", match=models.MatchValue(value=0))])
 
 
-def chunk_payload(chunk: common_pb2.Chunk, chunks: int, tags_field: str = "tags") -> dict:
+def chunk_payload(chunk: common_pb2.Chunk, chunks: int, tags_field: str = "tags", links_field: str = "links") -> dict:
     """A chunk point's payload; `chunks` (the document's chunk count) and `content_hash` ride on every
     chunk, so the first chunk alone tells whether a document changed and which points it has. `tags`:
-    the document's tags (metadata `tags_field`, split), a keyword array the tag leg matches exactly."""
+    the document's tags (metadata `tags_field`, split), a keyword array the tag leg matches exactly.
+    `links`, `wiki`: the chunk's outgoing links (its text's and metadata `links_field`'s); `keys`: the
+    keys a wiki link reaches the document by (vector/neighbours.py)."""
+    links = extract_links(chunk.doc_id, chunk.text, chunk.metadata, links_field)
     return {
         "chunk_id": chunk.chunk_id, "doc_id": chunk.doc_id, "position": chunk.position, "chunks": chunks,
         "title": chunk.title, "heading": chunk.heading, "text": chunk.text, "content_hash": chunk.content_hash,
         "meta": dict(chunk.metadata), "written_at_ms": chunk.written_at_ms,
         TAGS: split_tags(chunk.metadata.get(tags_field, "")),
+        LINKS: list(links.explicit), WIKI: list(links.wiki), KEYS: list(page_keys(chunk.doc_id, chunk.title)),
     }
 
 
@@ -137,6 +148,18 @@ TAGS = "tags"
 # The tag leg reads at most this many matching chunks before ranking them by matched tags.
 TAG_SCAN = 2000
 TAG_FIELDS = ["chunk_id", "doc_id", "position", "title", "text", "meta", TAGS]
+# Link expansion reads at most this many linking chunks per lookup, and scores at most this many chunks
+# of the neighbours (a document is represented by its best one).
+LINK_SCAN = 2000
+NEIGHBOUR_CHUNKS = 1000
+
+
+def _condition(field: str, values: list[str]) -> models.FieldCondition | None:
+    return models.FieldCondition(key=field, match=models.MatchAny(any=list(values))) if values else None
+
+
+def _any_of(field: str, values: list[str]) -> models.Filter:
+    return models.Filter(must=[_condition(field, values)])
 
 
 def document_point_ids(heads: dict[str, dict]) -> list[str]:
@@ -193,6 +216,20 @@ class ChunkPointStore:
         flt.must = [*(flt.must or []), models.FieldCondition(key=TAGS, match=models.MatchAny(any=keywords))]
         return tag_ranked(await self._matching(collection, flt, TAG_SCAN, TAG_FIELDS), keywords, limit)
 
+    async def link_edges(self, collection: str, seeds: list[str], weights: EdgeWeights) -> dict[str, float]:
+        """The seeds' one-hop neighbours -> edge weight (vector/neighbours.py): the seeds' chunks by point
+        id, then two indexed lookups (documents owning the wiki keys involved; documents linking to a seed)."""
+        if not seeds or not await self.exists(collection):
+            return {}
+        heads = await self._heads(collection, seeds)
+        seed_payloads = await self._payloads(collection, document_point_ids(heads), LINK_FIELDS)
+        seed_keys = sorted({k for p in seed_payloads for k in p.get(KEYS, [])})
+        named = sorted({k for p in seed_payloads for k in p.get(WIKI, [])} | set(seed_keys))
+        keyed = await self._matching(collection, _any_of(KEYS, named), LINK_SCAN, ["doc_id", KEYS]) if named else []
+        linking = [c for c in (_condition(LINKS, seeds), _condition(WIKI, seed_keys)) if c is not None]
+        incoming = await self._matching(collection, models.Filter(should=linking), LINK_SCAN, LINK_FIELDS)
+        return neighbour_edges(seeds, seed_payloads, keyed, incoming, weights)
+
     async def _all_payloads(self, collection: str, fields: list[str]) -> list[dict]:
         """These fields of every point of the collection (reconcile lists a whole collection)."""
         raise NotImplementedError
@@ -237,11 +274,11 @@ class ChunkPointStore:
         return changed, len(wanted) - len(changed)
 
     async def write(self, collection: str, chunks: list[common_pb2.Chunk], vectors: np.ndarray,
-                    tags_field: str = "tags") -> UpsertResult:
+                    tags_field: str = "tags", links_field: str = "links") -> UpsertResult:
         """Replaces the named documents' chunks with these."""
         counts = {doc_id: len(doc_chunks) for doc_id, doc_chunks in chunks_by_document(chunks).items()}
         ids = [point_id(c.doc_id, c.position) for c in chunks]
-        payloads = [chunk_payload(c, counts[c.doc_id], tags_field) for c in chunks]
+        payloads = [chunk_payload(c, counts[c.doc_id], tags_field, links_field) for c in chunks]
         async with self._lock:
             await self.ensure_collection(collection)
             old = document_point_ids(await self._heads(collection, list(counts)))
@@ -344,11 +381,12 @@ class QdrantStore(ChunkPointStore):
                                              with_vectors=False)
         return [p.payload for p in points]
 
-    async def search(self, collection: str, vectors: np.ndarray, limit: int, filters, with_vectors: bool = False):
-        """One list of ScoredPoint per query vector."""
+    async def search(self, collection: str, vectors: np.ndarray, limit: int, filters, with_vectors: bool = False,
+                     within: list[str] | None = None):
+        """One list of ScoredPoint per query vector (only documents `within`, when given)."""
         if not await self.exists(collection):
             return [[] for _ in vectors]
-        flt = qdrant_filter(filters)
+        flt = qdrant_filter(filters, within)
         requests = [
             models.QueryRequest(query=v.tolist(), limit=limit, filter=flt, params=self._search_params,
                                 with_payload=True, with_vector=with_vectors)

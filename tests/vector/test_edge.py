@@ -80,11 +80,11 @@ async def test_a_missing_collection_is_empty_and_not_created(tmp_path):
 async def test_payload_indexes_follow_the_settings_on_reopen(tmp_path):
     first = EdgeStore(path=tmp_path, dim=DIM, settings=VectorSettings())
     await first.write("docs", chunks_for(0, 10), unit_rows(10))
-    assert (await first.stats("docs")).details["payload_indexes"] == "doc_id,position,tags"
+    assert (await first.stats("docs")).details["payload_indexes"] == "doc_id,keys,links,position,tags,wiki"
     await first.close()
     reopened = EdgeStore(path=tmp_path, dim=DIM, settings=PRODUCTION)
     details = (await reopened.stats("docs")).details
-    assert details["payload_indexes"] == "doc_id,meta.lang,meta.source,position,tags"
+    assert details["payload_indexes"] == "doc_id,keys,links,meta.lang,meta.source,position,tags,wiki"
     await reopened.close()
 
 

@@ -20,7 +20,15 @@ from qdrant_client.grpc import collections_service_pb2_grpc, points_service_pb2_
 from hybridsearch.common.config import Settings, VectorSettings
 from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.edge import EdgeStore
-from hybridsearch.vector.store import ChunkPointStore, QdrantStore, collection_config, payload_indexes, search_params
+from hybridsearch.vector.neighbours import EdgeWeights
+from hybridsearch.vector.store import (
+    ChunkPointStore,
+    QdrantStore,
+    collection_config,
+    payload_indexes,
+    point_id,
+    search_params,
+)
 
 # store.py silences local mode's "ignored" warnings at import; pytest resets filters after collection.
 pytestmark = [
@@ -161,6 +169,57 @@ async def test_tag_search_matches_tags_exactly_and_ranks_by_matched_count(store)
     assert await store.tag_search("missing", ["postgres"], 10, []) == []
 
 
+def page(doc_id: str, title: str, text: str, **metadata) -> common_pb2.Chunk:
+    return common_pb2.Chunk(chunk_id=f"{doc_id}#0", doc_id=doc_id, position=0, title=title, text=text,
+                            content_hash="h", metadata=metadata)
+
+
+# notes/a.md links to guide/setup.md (Markdown) and to [[Glossary]]; refs/c.md links to a (links field);
+# "glossary" is the key of two documents (ambiguous); d.md links to [[a]] (wiki, incoming); e is alone.
+LINKED = [
+    page("notes/a.md", "A", "See [setup](../guide/setup.md#install) and [[Glossary]].", lang="en"),
+    page("guide/setup.md", "Setup guide", "Install it.", lang="en"),
+    page("refs/c.md", "C", "Nothing linked in the text.", lang="de", refs="notes/a.md"),
+    page("glossary.md", "Glossary", "Terms.", lang="en"),
+    page("old/glossary.txt", "Old glossary", "Old terms.", lang="en"),
+    page("d.md", "D", "Compare [[a]].", lang="en"),
+    page("e.md", "E", "Unlinked.", lang="en"),
+]
+WEIGHTS = EdgeWeights(explicit=1.0, wiki=0.7, ambiguous=0.4)
+
+
+async def test_links_ride_with_the_chunks_and_lead_both_ways(store):
+    await store.write("links", LINKED, np.stack([unit(i) for i in range(len(LINKED))]), links_field="refs")
+    (a,) = await store._payloads("links", [point_id("notes/a.md", 0)], ["links", "wiki", "keys"])
+    assert (a["links"], a["wiki"], a["keys"]) == (["guide/setup.md"], ["glossary"], ["a"])
+    (c,) = await store._payloads("links", [point_id("refs/c.md", 0)], ["links", "keys"])
+    assert c == {"links": ["notes/a.md"], "keys": ["c"]}  # the collection's links field
+    edges = await store.link_edges("links", ["notes/a.md"], WEIGHTS)
+    # Out: setup (explicit), both glossaries (ambiguous wiki); in: c (explicit), d (wiki by a's key "a").
+    assert edges == {"guide/setup.md": 1.0, "refs/c.md": 1.0, "glossary.md": 0.4, "old/glossary.txt": 0.4,
+                     "d.md": 0.7}
+    # From the other end: setup is reached back from a; a seed is never its own neighbour.
+    assert await store.link_edges("links", ["guide/setup.md"], WEIGHTS) == {"notes/a.md": 1.0}
+    two = await store.link_edges("links", ["notes/a.md", "refs/c.md"], WEIGHTS)
+    assert two["guide/setup.md"] == 1.0 and "refs/c.md" not in two and "notes/a.md" not in two
+    assert await store.link_edges("links", ["e.md"], WEIGHTS) == {}
+    assert await store.link_edges("missing", ["e.md"], WEIGHTS) == {}
+    # Reconcile copies a document's stored chunks to the other store through the same write: links follow.
+    copied = await store.get_chunks("links", [c.doc_id for c in LINKED])
+    await store.write("copy", copied, np.stack([unit(i) for i in range(len(copied))]), links_field="refs")
+    assert await store.link_edges("copy", ["notes/a.md"], WEIGHTS) == edges
+
+
+async def test_a_search_within_documents_keeps_the_filters(store):
+    await store.write("links", LINKED, np.stack([unit(i) for i in range(len(LINKED))]), links_field="refs")
+    everything = np.ones(DIM, dtype=np.float32)[None, :]
+    (hits,) = await store.search("links", everything, 10, [], within=["refs/c.md", "d.md"])
+    assert sorted(h.payload["doc_id"] for h in hits) == ["d.md", "refs/c.md"]
+    english = [common_pb2.MetadataFilter(field="lang", equals="en")]
+    (hits,) = await store.search("links", everything, 10, english, within=["refs/c.md", "d.md"])
+    assert [h.payload["doc_id"] for h in hits] == ["d.md"]
+
+
 async def test_the_collection_keeps_what_local_mode_keeps(local_store):
     store = local_store
     assert store.name == "qdrant-local"
@@ -196,7 +255,8 @@ def test_payload_indexes_cover_doc_id_position_and_filter_fields():
     assert payload_indexes(PRODUCTION) == {
         "doc_id": models.PayloadSchemaType.KEYWORD, "position": models.PayloadSchemaType.INTEGER,
         "meta.lang": models.PayloadSchemaType.KEYWORD, "meta.source": models.PayloadSchemaType.KEYWORD,
-        "tags": models.PayloadSchemaType.KEYWORD,
+        "tags": models.PayloadSchemaType.KEYWORD, "links": models.PayloadSchemaType.KEYWORD,
+        "wiki": models.PayloadSchemaType.KEYWORD, "keys": models.PayloadSchemaType.KEYWORD,
     }
 
 
@@ -284,7 +344,7 @@ async def test_server_mode_sends_the_configured_collection_and_search_params(rec
                if isinstance(r, qgrpc.CreateFieldIndexCollection)}
     keyword, integer = qgrpc.FieldType.FieldTypeKeyword, qgrpc.FieldType.FieldTypeInteger
     assert indexes == {"doc_id": keyword, "position": integer, "meta.lang": keyword, "meta.source": keyword,
-                       "tags": keyword}
+                       "tags": keyword, "links": keyword, "wiki": keyword, "keys": keyword}
 
     (batch,) = [r for r in servicer.requests if isinstance(r, qgrpc.QueryBatchPoints)]
     assert len(batch.query_points) == 2

@@ -1,4 +1,5 @@
-"""Every retrieval leg the gateway runs, keyed by its proto `Leg` value: the one place a leg is registered."""
+"""Every retrieval leg the gateway runs beside the others, keyed by its proto `Leg` value: the one place a
+leg is registered. LEG_GRAPH is not here: link expansion runs after fusion (gateway.graph)."""
 
 from __future__ import annotations
 

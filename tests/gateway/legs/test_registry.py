@@ -26,7 +26,7 @@ def plan(mode=HYBRID, collection="default", effort=common_pb2.EFFORT_BALANCED, s
 def test_every_leg_is_keyed_by_its_own_enum_with_a_unique_name():
     assert all(key == leg.leg for key, leg in LEGS.items())
     assert len({leg.name for leg in LEGS.values()}) == len(LEGS)
-    assert set(LEGS) == {BM25, VECTOR, TAG}  # LEG_GRAPH is reserved, not built
+    assert set(LEGS) == {BM25, VECTOR, TAG}  # LEG_GRAPH runs after fusion (gateway.graph), not beside these
 
 
 @pytest.mark.parametrize("mode,used", [(HYBRID, {BM25, VECTOR}), (ONLY_BM25, {BM25}), (ONLY_VECTOR, {VECTOR})])

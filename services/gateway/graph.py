@@ -1,0 +1,96 @@
+"""Link expansion (`graph`; GNO's optional graph expansion): a stage between fusion and rerank.
+
+When the plan asks for it (the request's `graph`, else the collection's), the top `graph.seeds` fused
+documents are seeds. The vector service's Neighbours answers their one-hop neighbours (links either
+way, [[wiki]] links; explicit above wiki above ambiguous; the request's filters applied; at most
+`graph.neighbours`), each by its best chunk for the query: one LEG_GRAPH list. It joins the ranked
+lists with fusion's `graph_weight` and the search fuses a second time before rerank.
+
+A neighbour that is already a candidate keeps the chunk fusion chose for it: its graph hit is rewritten
+to that chunk, so linked evidence lifts that chunk instead of adding another of the same document.
+
+The call is a leg like the others (the gateway's `_leg`: span, breaker, errors, leg state, explain
+list and timings), with its own breaker part ("graph") and budget (`graph.timeout_s`); it is not in
+the registry (gateway.legs.registry) because it runs after fusion, not beside the other legs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from hybridsearch.v1 import common_pb2, fusion_pb2, search_pb2, vector_pb2
+
+NAME = "graph"
+OK, SKIPPED = search_pb2.LEG_STATE_OK, search_pb2.LEG_STATE_SKIPPED
+
+
+@dataclass(frozen=True)
+class GraphLeg:
+    """The Neighbours call of one search, as a RetrievalLeg (gateway.legs.protocol)."""
+
+    seeds: tuple[str, ...]
+    timeout_s: float
+    leg: int = common_pb2.LEG_GRAPH
+    name: str = NAME
+    part: str = NAME
+    off: str = "off"
+    kinds: frozenset[int] = frozenset({common_pb2.QUERY_KIND_ORIGINAL})
+
+    def used_by(self, plan) -> bool:
+        return plan.graph
+
+    def request(self, base, plan, settings) -> vector_pb2.NeighboursRequest:
+        return vector_pb2.NeighboursRequest(collection=base.collection, seeds=self.seeds, query=base.queries[0],
+                                            limit=settings.graph.neighbours, filters=base.filters,
+                                            metadata_fields=base.metadata_fields)
+
+    def call(self, backends, request, timeout):
+        return backends.vector.Neighbours(request, timeout=min(timeout, self.timeout_s))
+
+
+def seeds(fused: Sequence[fusion_pb2.FusedHit], count: int) -> tuple[str, ...]:
+    """The documents whose neighbours are looked up: the top `count` of the first fusion."""
+    return tuple(f.doc_id for f in fused[:count])
+
+
+def keep_chunks(graph_list: common_pb2.RankedList, fused: Sequence[fusion_pb2.FusedHit]) -> int:
+    """Rewrites each graph hit of a document already fused to the chunk fusion chose; how many were."""
+    chosen = {f.doc_id: f.chunk_id for f in fused}
+    kept = 0
+    for hit in graph_list.hits:
+        if hit.doc_id in chosen:
+            hit.chunk_id = chosen[hit.doc_id]
+            kept += 1
+    return kept
+
+
+async def expand(plan, fused: list[fusion_pb2.FusedHit], settings, trace,
+                 run: Callable[[GraphLeg], Awaitable[None]],
+                 fuse_again: Callable[[], Awaitable[list[fusion_pb2.FusedHit]]]) -> list[fusion_pb2.FusedHit]:
+    """The graph stage: `fused` unchanged when it is off or adds nothing, else the second fusion's list.
+    `run` calls a leg the gateway's way (it records the leg's state and list); `fuse_again` fuses every list."""
+    if not plan.graph:
+        trace.leg(NAME, SKIPPED, "off")
+        return fused
+    started = time.perf_counter()
+    top = seeds(fused, settings.graph.seeds)
+    if not top:
+        trace.leg(NAME, SKIPPED, "no fused documents to start from")
+        return fused
+    before = len(trace.lists)
+    await run(GraphLeg(top, settings.graph.timeout_s))
+    added = trace.lists[before:]
+    if trace.legs[NAME].state != OK or not added:
+        trace.timed(NAME, started)
+        return fused
+    graph_list = added[0]
+    kept = keep_chunks(graph_list, fused)
+    new = len(graph_list.hits) - kept
+    trace.leg(NAME, OK, f"{len(graph_list.hits)} neighbours of {len(top)} seeds ({new} new, {kept} already "
+                        f"candidates); {trace.legs[NAME].reason}")
+    if graph_list.hits:
+        fused = await fuse_again()
+    trace.timed(NAME, started)
+    return fused
