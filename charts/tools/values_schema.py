@@ -44,6 +44,7 @@ CHART_MANAGED = {
     "auth": "auth.* values and their Secret",
     "api_key": "what a client sends, never a server setting",
     "collections": "values.collections (HYBRIDSEARCH_COLLECTIONS, JSON)",
+    "paging.secret": "paging.existingSecret or the chart's Secret, never a value",
     "collections_file": "values.collections",
 }
 
@@ -242,6 +243,7 @@ def chart_schema() -> dict:
                 "key": {"type": "string", "minLength": 1},
             }
         ),
+        "paging": obj({"existingSecret": {"type": "string"}}),
         "externalOpenSearch": obj({"url": url("https?")}),
         "externalQdrant": obj(
             {

@@ -190,7 +190,7 @@ def test_current_kubernetes_gets_current_apis_and_grpc_probes(helm):
 def test_tls_is_on_by_default_with_exec_probes_and_secrets_mounted(helm):
     docs = render(helm, "--kube-version", CURRENT_K8S)
     secrets = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Secret"}
-    assert set(secrets) == {f"{RELEASE}-hybridsearch-{n}" for n in ("tls", "api-keys", "admin-key")}
+    assert set(secrets) == {f"{RELEASE}-hybridsearch-{n}" for n in ("tls", "api-keys", "admin-key", "paging")}
     assert set(secrets[f"{RELEASE}-hybridsearch-tls"]["data"]) == {"tls.crt", "tls.key", "ca.crt"}  # cert-manager's keys
     for component in PYTHON_SERVICES:
         deployment = find(docs, "Deployment", component)
@@ -435,6 +435,12 @@ def test_rendered_environment_configures_the_services(helm, full_values, monkeyp
         secret_env = find(docs, "Deployment", component)["spec"]["template"]["spec"]["containers"][0]["env"]
         api_key = next(e for e in secret_env if e["name"] == "HYBRIDSEARCH_VECTOR__QDRANT_API_KEY")
         assert api_key["valueFrom"]["secretKeyRef"] == {"name": "qdrant", "key": "api-key"}
+        paging = [e for e in secret_env if e["name"] == "HYBRIDSEARCH_PAGING__SECRET"]
+        if component == "gateway":  # page tokens: one signing key for every gateway replica, from a Secret
+            assert paging[0]["valueFrom"]["secretKeyRef"] == {"name": f"{RELEASE}-hybridsearch-paging", "key": "secret"}
+            assert find(docs, "Secret", "paging")["data"]["secret"]
+        else:
+            assert not paging
 
 
 def test_embedded_engines_refuse_to_scale(helm):

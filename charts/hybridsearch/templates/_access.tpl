@@ -79,3 +79,8 @@ cert-manager's keys (tls.crt, tls.key, ca.crt); without a secretName the chart m
         path: keys.yaml
 {{- end }}
 {{- end }}
+
+{{/* The Secret holding the key page tokens are signed with (every gateway replica the same): paging.existingSecret or the chart's. */}}
+{{- define "hybridsearch.pagingSecretName" -}}
+{{- .Values.paging.existingSecret | default (printf "%s-paging" (include "hybridsearch.fullname" .)) }}
+{{- end }}

@@ -380,6 +380,13 @@ spec:
             - name: {{ $key }}
               value: {{ $val | toString | quote }}
             {{- end }}
+            {{- if eq $name "gateway" }}
+            - name: HYBRIDSEARCH_PAGING__SECRET
+              valueFrom:
+                secretKeyRef:
+                  name: {{ include "hybridsearch.pagingSecretName" $root }}
+                  key: secret
+            {{- end }}
             {{- with $root.Values.externalQdrant.apiKeySecret }}
             {{- if .name }}
             - name: HYBRIDSEARCH_VECTOR__QDRANT_API_KEY
