@@ -208,7 +208,7 @@ def test_tls_is_on_by_default_with_exec_probes_and_secrets_mounted(helm):
     triton = find(docs, "Deployment", "triton")["spec"]["template"]["spec"]["containers"][0]
     assert triton["readinessProbe"]["grpc"]
     named = render(helm, "--set", "tls.secretName=search-internal", "--set", "tls.gatewaySecretName=search-public",
-                   "--set", "auth.existingSecret=search-keys")
+                   "--set", "auth.existingSecret=search-keys", "--set", "paging.existingSecret=search-paging")
     assert not [d for d in named if d["kind"] == "Secret"]
     gateway = find(named, "Deployment", "gateway")
     env = container_env(gateway)
