@@ -239,7 +239,7 @@ def bench(
                      help="typo tolerance in the BM25 leg (default: the collection's setting)")] = None,
 ):
     """Bench nDCG@10, Recall@100, MRR@10 and latency per mode on a BEIR-layout folder."""
-    from hybridsearch.bench import BENCH_MODES, collection_name, ensure_indexed, run_mode
+    from hybridsearch.tools.bench import BENCH_MODES, collection_name, ensure_indexed, run_mode
     from hybridsearch.corpus import ignores_identical_ids, load_judged_queries
     from hybridsearch.launcher import Stack, grpc_healthy
 
@@ -264,7 +264,7 @@ def bench(
             queries = dict(list(queries.items())[:limit])
             qrels = {q: qrels[q] for q in queries}
         if typos is not None:
-            from hybridsearch.quality.typos import typo_queries
+            from hybridsearch.tools.quality.typos import typo_queries
 
             queries = typo_queries(queries, typos, typo_rate)
         with _progress() as progress:
@@ -300,7 +300,7 @@ def levers(
     groups: Annotated[str, typer.Option(help="comma list of bm25,vector,fusion,expansion ('' = all)")] = "",
 ):
     """The lever table: every quality lever over every collection, in process (embeddings cached)."""
-    from hybridsearch.quality.sweep import run_table, to_markdown
+    from hybridsearch.tools.quality.sweep import run_table, to_markdown
 
     settings = get_settings()
 
@@ -324,7 +324,7 @@ def tune(
                                            "as the bi-encoder × title boost × fusion × feedback × long-query fusion)")] = "base",
 ):
     """Rank combinations of levers by their worst margin over the best competing design per collection."""
-    from hybridsearch.quality.tune import GRIDS, merge as merge_tables, run_tuning, to_markdown
+    from hybridsearch.tools.quality.tune import GRIDS, merge as merge_tables, run_tuning, to_markdown
 
     settings = get_settings()
     if merge:
@@ -345,7 +345,7 @@ def bench_report(
     marker: str = "bench",
 ):
     """A markdown table (collection × mode) from saved bench results."""
-    from hybridsearch.bench import to_markdown
+    from hybridsearch.tools.bench import to_markdown
 
     _publish(to_markdown([json.loads(f.read_text()) for f in files], metric), out, marker)
 
@@ -381,10 +381,10 @@ def speed(
     json_out: Annotated[Optional[Path], typer.Option("--json-out", help="write the figures here")] = None,
 ):
     """Sequential latency through a running gateway, interleaved with the in-process library baseline."""
-    from hybridsearch.bench import collection_name, ensure_indexed
+    from hybridsearch.tools.bench import collection_name, ensure_indexed
     from hybridsearch.corpus import beir_corpus_file, load_judged_queries, read_beir_corpus
-    from hybridsearch.perf.baseline import BaselineDocument, LibraryBaseline
-    from hybridsearch.perf.speed import SPEED_MODES, budget_markdown, run_speed, stage_budget, to_markdown
+    from hybridsearch.tools.perf.baseline import BaselineDocument, LibraryBaseline
+    from hybridsearch.tools.perf.speed import SPEED_MODES, budget_markdown, run_speed, stage_budget, to_markdown
 
     wanted = [m.strip() for m in modes.split(",") if m.strip()]
     if unknown := [m for m in wanted if m not in SPEED_MODES]:
@@ -419,7 +419,7 @@ def speed(
 
 @app.command("scale-corpus")
 def scale_corpus(
-    size: Annotated[int, typer.Option(help="passages: real ones first, then generated (hybridsearch.perf.scale)")] = 100_000,
+    size: Annotated[int, typer.Option(help="passages: real ones first, then generated (hybridsearch.tools.perf.scale)")] = 100_000,
     out: Annotated[Path, typer.Option(help="where scale-N/corpus.jsonl.gz goes")] = Path.home() / ".cache" / "hybridsearch" / "scale",
     embed: Annotated[bool, typer.Option("--embed/--no-embed", help="fill the embedding cache of --data-dir")] = False,
     data_dir: Annotated[Optional[Path], typer.Option(help="the data dir whose vector service will index it")] = None,
@@ -428,7 +428,7 @@ def scale_corpus(
     threads: Annotated[int, typer.Option(help="embedding threads (0: up to 4); 1 leaves a core to other work")] = 0,
 ):
     """Builds a 100k / 1M passage corpus (BEIR layout) and, with --embed, its vectors (resumable)."""
-    from hybridsearch.perf.scale import embed_corpus, write_corpus
+    from hybridsearch.tools.perf.scale import embed_corpus, write_corpus
     from hybridsearch.vector.embedder import EmbeddingCache, OnnxEmbedder
 
     settings = get_settings()
@@ -484,7 +484,7 @@ def store_probe(
 ):
     """With the services stopped: reopen times of both stores, ANN recall@10 against exact search."""
     from hybridsearch.corpus import read_queries
-    from hybridsearch.perf.store_probe import run_probe
+    from hybridsearch.tools.perf.store_probe import run_probe
 
     settings = get_settings()
     queries = list(read_queries(queries_from).values())[:limit]
@@ -608,7 +608,7 @@ def train_reranker(
 ):
     """Fine-tune a cross-encoder from MiniLM on ../shared/training, export ONNX fp32 + int8 with a model card."""
     from hybridsearch.reranker.export import export_trained, ship as ship_model
-    from hybridsearch.reranker.train import TrainConfig, build_validation, train
+    from hybridsearch.tools.train_reranker import TrainConfig, build_validation, train
 
     cfg = TrainConfig(max_length=max_length, layers=layers, batch_size=batch_size, in_batch=in_batch, epochs=epochs,
                       max_steps=max_steps, max_minutes=max_minutes, lr=lr, seed=seed, val_queries=val_queries,
@@ -699,12 +699,12 @@ def loadtest(
     """Load a running gateway over loopback gRPC: open/closed loop, ramp to the knee, queries while writing."""
     import datetime as dt
 
-    from hybridsearch.perf.load.bounds import LoadBoundsError, check_loopback
-    from hybridsearch.perf.load.memory import discover, name_pids
-    from hybridsearch.perf.load.ramp import default_steps, parse_steps
-    from hybridsearch.perf.load.report import print_summary, write_outputs
-    from hybridsearch.perf.load.scenarios import bench_collection, load_queries, parse_scenarios
-    from hybridsearch.perf.load.session import LoadPlan, execute
+    from hybridsearch.tools.perf.load.bounds import LoadBoundsError, check_loopback
+    from hybridsearch.tools.perf.load.memory import discover, name_pids
+    from hybridsearch.tools.perf.load.ramp import default_steps, parse_steps
+    from hybridsearch.tools.perf.load.report import print_summary, write_outputs
+    from hybridsearch.tools.perf.load.scenarios import bench_collection, load_queries, parse_scenarios
+    from hybridsearch.tools.perf.load.session import LoadPlan, execute
 
     settings = get_settings()
     try:

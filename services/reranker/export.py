@@ -49,7 +49,7 @@ def export_trained(train_dir: Path, card: dict, validation: list[dict] | None = 
     """train_dir/onnx-fp32 and train_dir/onnx-int8, each with a manifest carrying the card and,
     with a validation set, its MRR@10 as ONNX Runtime computes it."""
     from hybridsearch.common.onnx_export import export_cross_encoder, quantize_int8
-    from hybridsearch.reranker.train import mrr_at_10
+    from hybridsearch.tools.train_reranker import mrr_at_10
 
     summary = {k: card[k] for k in ("name", "base", "data", "steps", "pairs_seen", "device", "train_minutes",
                                     "validation_mrr10_best") if k in card}
@@ -83,7 +83,7 @@ def model_card(card: dict, manifests: dict[str, dict]) -> str:
     lines = [
         f"# {card.get('name', 'reranker')}",
         "",
-        "Cross-encoder reranker trained by `hybridsearch train-reranker` (services/reranker/train.py).",
+        "Cross-encoder reranker trained by `hybridsearch train-reranker` (services/tools/train_reranker.py).",
         "",
         f"- base: {card.get('base')}",
         f"- layers kept: {cfg.get('layers') or 'all'}; max sequence length: {cfg.get('max_length')}",

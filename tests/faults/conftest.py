@@ -8,7 +8,7 @@ from stacks import gateway_client, running_stack, stack_env_on
 
 from hybridsearch.cli import SAMPLE_CORPUS
 from hybridsearch.corpus import read_folder
-from hybridsearch.faults.proxy import FaultProxy
+from hybridsearch.tools.faults.proxy import FaultProxy
 
 BM25_PORT = 27052
 PROXY_PORT = 27060

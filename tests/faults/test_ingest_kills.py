@@ -17,7 +17,7 @@ import pytest
 
 from hybridsearch.common.chunking import content_hash
 from hybridsearch.common.server import insecure_channel
-from hybridsearch.perf.load.calls import ChannelPool
+from hybridsearch.tools.perf.load.calls import ChannelPool
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, ingest_pb2, vector_pb2_grpc
 
 pytestmark = pytest.mark.stack

@@ -16,8 +16,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from hybridsearch.faults.drill import DrillResult, kill_drill, markdown_table
-from hybridsearch.perf.load.scenarios import SAMPLE_QUERIES, SCENARIOS
+from hybridsearch.tools.faults.drill import DrillResult, kill_drill, markdown_table
+from hybridsearch.tools.perf.load.scenarios import SAMPLE_QUERIES, SCENARIOS
 from hybridsearch.v1 import search_pb2
 
 pytestmark = pytest.mark.stack

@@ -12,9 +12,9 @@ import time
 import grpc
 import pytest
 
-from hybridsearch.faults.proxy import Fault
-from hybridsearch.perf.load.calls import ChannelPool
-from hybridsearch.perf.load.scenarios import SAMPLE_QUERIES, SCENARIOS
+from hybridsearch.tools.faults.proxy import Fault
+from hybridsearch.tools.perf.load.calls import ChannelPool
+from hybridsearch.tools.perf.load.scenarios import SAMPLE_QUERIES, SCENARIOS
 from hybridsearch.v1 import common_pb2, search_pb2
 
 pytestmark = pytest.mark.stack

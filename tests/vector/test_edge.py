@@ -20,7 +20,7 @@ from hybridsearch.common.config import VectorSettings
 from hybridsearch.common.stores import EngineUnavailable
 from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.edge import FULL_SCAN_KB, EdgeStore, edge_config, edge_filter, edge_search_params
-from hybridsearch.perf.edge_bench import chunks_for, clustered_unit_vectors, exact_top_k, recall_at_k, row_of
+from hybridsearch.tools.perf.edge_bench import chunks_for, clustered_unit_vectors, exact_top_k, recall_at_k, row_of
 from hybridsearch.vector.store import FIRST_CHUNKS, qdrant_filter, search_params
 
 DIM = 8

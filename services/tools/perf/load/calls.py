@@ -13,8 +13,8 @@ import grpc
 
 from hybridsearch.common.access import aio_gateway_channel
 from hybridsearch.common.server import CHANNEL_OPTIONS
-from hybridsearch.perf.load.bounds import check_loopback
-from hybridsearch.perf.load.recorder import TOOK_STAGE, Outcome
+from hybridsearch.tools.perf.load.bounds import check_loopback
+from hybridsearch.tools.perf.load.recorder import TOOK_STAGE, Outcome
 from hybridsearch.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
 
 CHANNEL_ARGS = [*CHANNEL_OPTIONS, ("grpc.use_local_subchannel_pool", 1)]

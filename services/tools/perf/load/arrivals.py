@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from hybridsearch.perf.load.bounds import MAX_REQUESTS
+from hybridsearch.tools.perf.load.bounds import MAX_REQUESTS
 
 ARRIVALS = ("poisson", "constant")
 

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from hybridsearch.bm25.fuzzy import edits1
-from hybridsearch.quality.typos import (MIN_WORD_CHARS, NEIGHBOURS, delete, substitute, transpose, typo_queries,
+from hybridsearch.tools.quality.typos import (MIN_WORD_CHARS, NEIGHBOURS, delete, substitute, transpose, typo_queries,
                                         typo_query)
 
 QUERIES = {"q1": "Vitamin deficiency increases homocysteine levels", "q2": "rare variants with larger effects",

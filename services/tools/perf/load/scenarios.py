@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hybridsearch.bench import BenchMode, collection_name, ensure_indexed
+from hybridsearch.tools.bench import BenchMode, collection_name, ensure_indexed
 from hybridsearch.client import GatewayClient
 from hybridsearch.common.config import Settings
 from hybridsearch.corpus import read_queries

@@ -220,7 +220,7 @@ def train(cfg: TrainConfig, progress=print, validation: list[dict] | None = None
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m hybridsearch.reranker.train --field value ...`: the same run without the CLI's dependencies."""
+    """`python -m hybridsearch.tools.train_reranker --field value ...`: the same run without the CLI's dependencies."""
     import sys
 
     args = argv if argv is not None else sys.argv[1:]

@@ -14,7 +14,7 @@ from pathlib import Path
 from hybridsearch.common.config import Settings
 from hybridsearch.fusion.methods import FusionMethod
 from hybridsearch.fusion.params import params_from_settings
-from hybridsearch.quality.levers import Bm25Config, Dataset, DenseConfig, Levers, Setup, variant
+from hybridsearch.tools.quality.levers import Bm25Config, Dataset, DenseConfig, Levers, Setup, variant
 
 
 def setup_from_settings(settings: Settings) -> Setup:

@@ -19,7 +19,7 @@ import numpy as np
 from ranx import Qrels, Run, evaluate
 
 from hybridsearch.client import GatewayClient
-from hybridsearch.perf.baseline import LibraryBaseline
+from hybridsearch.tools.perf.baseline import LibraryBaseline
 from hybridsearch.v1 import common_pb2, search_pb2
 
 BASELINE = "baseline"

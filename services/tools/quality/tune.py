@@ -15,8 +15,8 @@ from pathlib import Path
 
 from hybridsearch.common.config import Settings
 from hybridsearch.fusion.methods import FusionMethod, FusionParams
-from hybridsearch.quality.levers import Dataset, Levers, Setup, variant
-from hybridsearch.quality.sweep import FLAT, PLAIN_RRF, setup_from_settings
+from hybridsearch.tools.quality.levers import Dataset, Levers, Setup, variant
+from hybridsearch.tools.quality.sweep import FLAT, PLAIN_RRF, setup_from_settings
 
 HYBRID = {"prf_docs": 0, "rocchio_docs": 0}
 # The designs to beat, rebuilt with our legs (see the tables).

@@ -11,14 +11,14 @@ import statistics
 import pytest
 from rich.console import Console
 
-from hybridsearch.perf.load.arrivals import schedule
-from hybridsearch.perf.load.bounds import LoadBoundsError, check_loopback, outstanding_cap
-from hybridsearch.perf.load.calls import outcome_of
-from hybridsearch.perf.load.drivers import closed_loop, open_loop
-from hybridsearch.perf.load.ramp import default_steps, find_knee, parse_steps, run_ramp, stop_reason
-from hybridsearch.perf.load.recorder import TOOK_STAGE, Outcome, Recorder
-from hybridsearch.perf.load.report import print_summary, write_outputs
-from hybridsearch.perf.load.session import LoadPlan, compare
+from hybridsearch.tools.perf.load.arrivals import schedule
+from hybridsearch.tools.perf.load.bounds import LoadBoundsError, check_loopback, outstanding_cap
+from hybridsearch.tools.perf.load.calls import outcome_of
+from hybridsearch.tools.perf.load.drivers import closed_loop, open_loop
+from hybridsearch.tools.perf.load.ramp import default_steps, find_knee, parse_steps, run_ramp, stop_reason
+from hybridsearch.tools.perf.load.recorder import TOOK_STAGE, Outcome, Recorder
+from hybridsearch.tools.perf.load.report import print_summary, write_outputs
+from hybridsearch.tools.perf.load.session import LoadPlan, compare
 from hybridsearch.v1 import search_pb2
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

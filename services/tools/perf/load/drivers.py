@@ -14,8 +14,8 @@ import asyncio
 import itertools
 from collections.abc import Awaitable, Callable, Iterable
 
-from hybridsearch.perf.load.bounds import MAX_REQUESTS
-from hybridsearch.perf.load.recorder import CANCELLED, Outcome, Recorder
+from hybridsearch.tools.perf.load.bounds import MAX_REQUESTS
+from hybridsearch.tools.perf.load.recorder import CANCELLED, Outcome, Recorder
 
 Call = Callable[[], Awaitable[Outcome]]
 STOP_POLL_S = 0.2  # longest sleep between checks of `stop` while waiting for the next arrival

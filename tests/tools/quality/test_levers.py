@@ -6,9 +6,9 @@ import pytest
 
 from hybridsearch.common.config import Settings
 from hybridsearch.fusion.methods import FusionMethod
-from hybridsearch.quality.levers import Dataset, Levers, variant
-from hybridsearch.quality.sweep import setup_from_settings
-from hybridsearch.quality.tune import to_markdown
+from hybridsearch.tools.quality.levers import Dataset, Levers, variant
+from hybridsearch.tools.quality.sweep import setup_from_settings
+from hybridsearch.tools.quality.tune import to_markdown
 
 DOCS = {
     "d1": ("Reciprocal rank fusion", "Fusion of ranked lists by summing reciprocal ranks with a constant k."),
@@ -65,7 +65,7 @@ def test_ranking_table_puts_the_default_row_in_view():
 def test_title_boost_adds_the_title_field_score_as_the_engines_do(tiny):
     from dataclasses import replace
 
-    from hybridsearch.quality.levers import Bm25Config, LexicalLeg
+    from hybridsearch.tools.quality.levers import Bm25Config, LexicalLeg
 
     # "stemming" is in d3's title only; "stemmer" in its text. The boost adds w x BM25(title).
     plain = LexicalLeg(tiny, Bm25Config(1.2, 0.75, "porter", "en_plus"))

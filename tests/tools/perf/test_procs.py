@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from hybridsearch.perf.procs import Usage, _service_of, cpu_ms_per_request, usage
+from hybridsearch.tools.perf.procs import Usage, _service_of, cpu_ms_per_request, usage
 
 
 def test_names_the_stack_processes_from_their_command_lines():

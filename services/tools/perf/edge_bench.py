@@ -1,7 +1,7 @@
 """Measures the embedded (qdrant-edge) vector store: upsert throughput, index build, search latency,
 ANN recall against exact search, memory, reopen time. A script, not a test:
 
-    nice .venv/bin/python -m hybridsearch.perf.edge_bench --points 100000
+    nice .venv/bin/python -m hybridsearch.tools.perf.edge_bench --points 100000
 
 Vectors are synthetic, not embedded (embedding 100k passages takes hours on a laptop CPU):
 `clustered_unit_vectors` draws unit vectors with the neighbourhood structure of MiniLM passage

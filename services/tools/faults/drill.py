@@ -22,10 +22,10 @@ from dataclasses import asdict, dataclass, field
 
 import grpc
 
-from hybridsearch.perf.load.arrivals import schedule
-from hybridsearch.perf.load.calls import ChannelPool
-from hybridsearch.perf.load.drivers import open_loop
-from hybridsearch.perf.load.recorder import Outcome, Recorder
+from hybridsearch.tools.perf.load.arrivals import schedule
+from hybridsearch.tools.perf.load.calls import ChannelPool
+from hybridsearch.tools.perf.load.drivers import open_loop
+from hybridsearch.tools.perf.load.recorder import Outcome, Recorder
 from hybridsearch.v1 import search_pb2
 
 FAILED, FALLBACK = search_pb2.LEG_STATE_FAILED, search_pb2.LEG_STATE_FALLBACK

@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from hybridsearch.perf.load.bounds import check_loopback
+from hybridsearch.tools.perf.load.bounds import check_loopback
 
 CHUNK = 64 * 1024
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from hybridsearch.perf.load.plots import write_plots
+from hybridsearch.tools.perf.load.plots import write_plots
 
 REPORT_NAME = "loadtest.json"
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from hybridsearch.cli import SAMPLE_CORPUS, app
 from hybridsearch.corpus import read_folder
-from hybridsearch.perf.load.recorder import TOOK_STAGE
+from hybridsearch.tools.perf.load.recorder import TOOK_STAGE
 from stacks import client_environment
 
 pytestmark = pytest.mark.stack

@@ -23,7 +23,7 @@ import qdrant_edge as qe
 
 from hybridsearch.bm25.service import build_engine
 from hybridsearch.common.config import Settings
-from hybridsearch.perf.edge_bench import recall_at_k
+from hybridsearch.tools.perf.edge_bench import recall_at_k
 from hybridsearch.vector.edge import EdgeStore
 from hybridsearch.vector.embedder import OnnxEmbedder
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from hybridsearch.perf.load.bounds import MAX_RATE, MAX_STEPS
+from hybridsearch.tools.perf.load.bounds import MAX_RATE, MAX_STEPS
 
 DEFAULT_START_QPS = 10.0
 DEFAULT_MAX_QPS = 1280.0

@@ -21,17 +21,17 @@ from pathlib import Path
 import grpc
 
 from hybridsearch.common.iterables import batched
-from hybridsearch.perf.load.arrivals import ARRIVALS, schedule
-from hybridsearch.perf.load.bounds import (MAX_CHANNELS, MAX_REQUESTS, MAX_TOTAL_S, LoadBoundsError, check_loopback,
+from hybridsearch.tools.perf.load.arrivals import ARRIVALS, schedule
+from hybridsearch.tools.perf.load.bounds import (MAX_CHANNELS, MAX_REQUESTS, MAX_TOTAL_S, LoadBoundsError, check_loopback,
                                            check_run, outstanding_cap)
-from hybridsearch.perf.load.calls import ChannelPool, SearchCall, UpsertCall
-from hybridsearch.perf.load.drivers import Call, closed_loop, open_loop
-from hybridsearch.perf.load.memory import RssSampler
-from hybridsearch.perf.load.ramp import default_steps, run_ramp
-from hybridsearch.perf.load.recorder import Recorder
-from hybridsearch.perf.load.scenarios import SCENARIOS, search_requests
-from hybridsearch.perf.load.writer import corpus_documents, delete_written, synthetic_documents
-from hybridsearch.perf.procs import cpu_ms_per_request, snapshot
+from hybridsearch.tools.perf.load.calls import ChannelPool, SearchCall, UpsertCall
+from hybridsearch.tools.perf.load.drivers import Call, closed_loop, open_loop
+from hybridsearch.tools.perf.load.memory import RssSampler
+from hybridsearch.tools.perf.load.ramp import default_steps, run_ramp
+from hybridsearch.tools.perf.load.recorder import Recorder
+from hybridsearch.tools.perf.load.scenarios import SCENARIOS, search_requests
+from hybridsearch.tools.perf.load.writer import corpus_documents, delete_written, synthetic_documents
+from hybridsearch.tools.perf.procs import cpu_ms_per_request, snapshot
 
 MODES = ("open", "closed", "ramp", "mixed")
 COMPARED = ("p50", "p90", "p99", "p99.9")

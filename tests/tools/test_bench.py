@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hybridsearch.bench import collection_name
+from hybridsearch.tools.bench import collection_name
 from hybridsearch.common.config import Settings
 
 FOLDER = Path("../shared/datasets/SciFact")
@@ -31,7 +31,7 @@ def test_query_time_settings_reuse_the_index():
 
 
 def test_bench_requests_leave_fuzzy_to_the_collection_unless_told():
-    from hybridsearch.bench import BENCH_MODES
+    from hybridsearch.tools.bench import BENCH_MODES
 
     assert not BENCH_MODES["bm25"].request("q", "c").HasField("fuzzy")
     assert BENCH_MODES["bm25"].request("q", "c", fuzzy=True).fuzzy is True

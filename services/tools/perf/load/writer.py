@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hybridsearch.common.iterables import batched
 from hybridsearch.corpus import read_documents
-from hybridsearch.perf.load.calls import ChannelPool
+from hybridsearch.tools.perf.load.calls import ChannelPool
 from hybridsearch.v1 import ingest_pb2
 
 WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")

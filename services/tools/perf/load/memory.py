@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from hybridsearch.perf.load.bounds import MAX_TOTAL_S
-from hybridsearch.perf.procs import stack_processes, usage
+from hybridsearch.tools.perf.load.bounds import MAX_TOTAL_S
+from hybridsearch.tools.perf.procs import stack_processes, usage
 
 MB = 2**20
 
