@@ -58,6 +58,10 @@ class SearchPlan:
         the legs bring back only these with their hits."""
         return sorted({b.field for b in self.config.boosts} | {self.config.tags_field})
 
+    def configs(self) -> list[tuple[str, CollectionConfig]]:
+        """(collection, config) of every collection the plan searches."""
+        return [(p.collection, p.config) for p in self.parts] or [(self.collection, self.config)]
+
     def config_of(self, collection: str) -> CollectionConfig:
         """The config of one of the plan's collections (a hit's), this plan's own for any other name."""
         return next((p.config for p in self.parts if p.collection == collection), self.config)

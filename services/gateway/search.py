@@ -227,6 +227,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                 trace.note("queue", waited * 1000)
                 with self.tracer.start_as_current_span("gateway.search") as span:
                     span.set_attribute("search.collection", plan.collection)
+                    span.set_attribute("search.collections", [p.collection for p in plan.parts])
                     span.set_attribute("search.mode", common_pb2.RetrievalMode.Name(plan.mode))
                     span.set_attribute("search.effort", common_pb2.Effort.Name(plan.effort))
                     if plan.page_token:
@@ -505,10 +506,14 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
     def _respond(self, plan, fused, reranked: Reranked, trace) -> search_pb2.SearchResponse:
         finals = reranked.final_scores(fused)
         rerank_scores = reranked.rerank
-        order, applied = boost_final(finals, reranked.order, rerank_scores,
-                                     lambda i: trace.hit(fused[i].chunk_id).metadata, lambda i: fused[i].doc_id,
-                                     plan.config.boosts)
-        trace.boosts += applied
+        order = reranked.order
+        for collection, config in plan.configs():  # each collection's boosts on its own hits
+            def metadata(i: int, collection=collection):
+                mine = not plan.parts or split_key(fused[i].chunk_id, plan.collection)[0] == collection
+                return trace.hit(fused[i].chunk_id).metadata if mine else {}
+            order, applied = boost_final(finals, order, rerank_scores, metadata, lambda i: fused[i].doc_id,
+                                         config.boosts)
+            trace.boosts += applied
         kept = [i for i in order if finals[i] >= plan.min_score]
         # Only the page is built: snippets and evidence for hits nobody will see cost most of an answer.
         def hit(i: int) -> search_pb2.SearchHit:

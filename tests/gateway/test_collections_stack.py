@@ -92,3 +92,14 @@ def test_bad_collections_are_clear_errors(gateway, options, message):
     with pytest.raises(InvalidArgument, match=message) as err:
         gateway.search(QUERY, **options)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_each_collection_searches_with_its_own_config(gateway):
+    # typo-default declares fuzzy (tests/stacks.py); the other collection keeps the default (off).
+    gateway.upsert("typo-default", [document("p", "protein folding in living cells"),
+                                    document("g", "galaxy formation and dark matter")])
+    gateway.upsert("multi-exact", [document("p2", "protein folding measured by cryo-EM")])
+    typo = gateway.search("protien foldnig", collections=["multi-exact", "typo-default"], mode="bm25")
+    assert [(h.collection, h.doc_id) for h in typo.hits] == [("typo-default", "p")]
+    exact = gateway.search("protein folding", collections=["multi-exact", "typo-default"], mode="bm25")
+    assert {(h.collection, h.doc_id) for h in exact.hits} == {("typo-default", "p"), ("multi-exact", "p2")}

@@ -68,3 +68,32 @@ def test_merge_keeps_the_same_content_once_at_its_better_place():
 def test_content_key_ignores_whitespace_only():
     assert content_key(" a  b\n") == content_key("a b") != content_key("a B")
     assert content_key("  ") is None
+
+
+def run_fan_out(answers: dict[str, bool]):
+    """fan_out over collections whose retrieval answers (True) or has no leg answer (False)."""
+    import asyncio
+
+    from hybridsearch.gateway.fanout import fan_out
+    from hybridsearch.gateway.search import FAILED, OK, Trace
+
+    async def retrieve(part, trace):
+        if not answers[part.collection]:
+            trace.leg("bm25", FAILED, "UNAVAILABLE: down")
+            return None
+        trace.leg("bm25", OK, "tantivy")
+        return hits(f"{part.collection}-doc#0")
+
+    plan = plan_search(search_pb2.SearchRequest(query="q", collections=list(answers)), settings())
+    trace = Trace()
+    return asyncio.run(fan_out(plan, trace, retrieve, 10)), trace
+
+
+def test_a_collection_without_answer_degrades_only_when_another_answered():
+    fused, trace = run_fan_out({"notes": False, "code": True})
+    assert [split_key(f.chunk_id, "") for f in fused] == [("code", "code-doc#0")]
+    assert trace.degraded and {n: s.state for n, s in trace.legs.items()} == {
+        "bm25@notes": search_pb2.LEG_STATE_FAILED, "bm25@code": search_pb2.LEG_STATE_OK}
+    assert run_fan_out({"notes": False, "code": False})[0] is None
+    fused, trace = run_fan_out({"notes": True, "code": True})
+    assert len(fused) == 2 and not trace.degraded
