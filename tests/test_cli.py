@@ -13,7 +13,7 @@ import typer
 from stacks import client_environment
 
 from hybridsearch.cli import SAMPLE_CORPUS, highlighted, parse_filters
-from hybridsearch.client import Not
+from hybridsearch.client import Not, document
 from hybridsearch.corpus import read_folder
 from hybridsearch.v1 import search_pb2
 
@@ -137,3 +137,12 @@ def test_page_token_reads_the_next_page(cli):
     second = cli("rank fusion", "--json", "--effort", "fast", "-n", "2", "--page-token", first["next_page_token"])
     assert [h["doc_id"] for h in second["hits"]] == four[2:4]
     assert "next page: --page-token" in cli("rank fusion", "--effort", "fast", "-n", "2")
+
+
+@pytest.mark.stack
+def test_repeated_collection_searches_both(cli, gateway):
+    gateway.upsert("cli-other", [document("cli-other-1", "Reciprocal rank fusion merges ranked lists by rank.")])
+    answer = cli("reciprocal rank fusion", "--json", "-n", "20", "--effort", "fast", "-c", "cli-other")
+    collections = {hit["collection"] for hit in answer["hits"]}
+    assert collections == {COLLECTION, "cli-other"}
+    assert any(leg["name"] == "bm25@cli-other" for leg in answer["legs"])

@@ -55,14 +55,17 @@ def _enum(table: Mapping[str, int], value: str | int | None, what: str) -> int:
         raise ValueError(f"unknown {what} {value!r}; one of {', '.join(table)}") from None
 
 
-def search_request(query: str, *, collection: str = "default", top_k: int | None = None,
+def search_request(query: str, *, collection: str | None = None, top_k: int | None = None,
                    mode: Mode | int | None = None, effort: EffortName | int | None = None,
                    filters: Filters | None = None, min_score: float = 0.0, explain: bool = False,
                    offset: int = 0, rerank: bool | None = None,
                    fusion: fusion_pb2.FusionConfig | Mapping[str, float | int] | None = None,
                    **fields) -> search_pb2.SearchRequest:
     """A SearchRequest from keyword arguments; fields without a keyword here (newer ones) pass through
-    by their proto names. Unset values keep the server's defaults (top_k 10, HYBRID, BALANCED)."""
+    by their proto names. Unset values keep the server's defaults (top_k 10, HYBRID, BALANCED).
+    With `collections` (several), `collection` stays empty unless given (it must be one of them)."""
+    if collection is None:
+        collection = "" if fields.get("collections") else "default"
     request = search_pb2.SearchRequest(
         query=query, collection=collection, mode=_enum(MODES, mode, "mode"),
         effort=_enum(EFFORTS, effort, "effort"), filters=metadata_filters(filters), min_score=min_score,

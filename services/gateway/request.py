@@ -16,6 +16,7 @@ from hybridsearch.v1 import common_pb2, search_pb2
 
 MAX_TOP_K = 100
 MAX_DEPTH = 1000
+MAX_COLLECTIONS = 8  # collections one query may fan out to (gateway.fanout)
 
 
 @dataclass
@@ -36,6 +37,9 @@ class SearchPlan:
     expand: bool | None = None  # None: the effort decides query expansion (variants, HyDE, Rocchio)
     language: str = ""  # the request's override (common.language.SUPPORTED); empty: expansion detects it
     page_token: str = ""  # a later page: read from the first page's kept order (gateway/paging.py)
+    # Several collections (gateway.fanout): one plan per collection, each with its own config; empty for one.
+    # This plan's `collection`/`config` are then the primary's (the request's `collection`, else the first).
+    parts: tuple["SearchPlan", ...] = ()
 
     @property
     def expands(self) -> bool:
@@ -53,6 +57,35 @@ class SearchPlan:
         """The metadata keys the answer reads: the boosts' fields and the tags (the answer's tag distribution);
         the legs bring back only these with their hits."""
         return sorted({b.field for b in self.config.boosts} | {self.config.tags_field})
+
+    def configs(self) -> list[tuple[str, CollectionConfig]]:
+        """(collection, config) of every collection the plan searches."""
+        return [(p.collection, p.config) for p in self.parts] or [(self.collection, self.config)]
+
+    def config_of(self, collection: str) -> CollectionConfig:
+        """The config of one of the plan's collections (a hit's), this plan's own for any other name."""
+        return next((p.config for p in self.parts if p.collection == collection), self.config)
+
+
+def check_search_collections(names, collection: str) -> tuple[list[str], str]:
+    """The request's `collections` (2..MAX_COLLECTIONS distinct valid names; one behaves as `collection`)
+    and the primary collection: `collection` if set (it must be one of them), else the first."""
+    names = list(names)
+    if not names:
+        return [], check_collection(collection)
+    if len(names) > MAX_COLLECTIONS:
+        raise InvalidArgument(f"collections names {len(names)} collections; the limit is {MAX_COLLECTIONS}")
+    if "" in names:
+        raise InvalidArgument("collections has an empty name")
+    checked = [check_collection(n) for n in names]
+    if len(set(checked)) != len(checked):
+        doubled = sorted({n for n in checked if checked.count(n) > 1})
+        raise InvalidArgument(f"collections names {', '.join(doubled)} more than once; each collection once")
+    if collection and check_collection(collection) not in checked:
+        raise InvalidArgument(f"collection {collection!r} is not one of collections {checked}: "
+                              "leave collection empty or name one of them")
+    primary = check_collection(collection) if collection else checked[0]
+    return (checked if len(checked) > 1 else []), primary
 
 
 def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> SearchPlan:
@@ -74,7 +107,16 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
         raise InvalidArgument(f"min_score must be within [0, 1], got {request.min_score}")
     if request.page_token and request.offset:
         raise InvalidArgument("page_token and offset exclude each other: a page token already names its page")
-    collection = check_collection(request.collection)
+    collections, primary = check_search_collections(request.collections, request.collection)
+    plan = _plan(request, settings, query, top_k, primary)
+    if collections:
+        plan.parts = tuple(_plan(request, settings, query, top_k, c) for c in collections)
+    return plan
+
+
+def _plan(request: search_pb2.SearchRequest, settings: Settings, query: str, top_k: int,
+          collection: str) -> SearchPlan:
+    """The plan of one collection: its own config decides what the request leaves open."""
     config = collection_config(settings, collection)
     return SearchPlan(
         query=query,

@@ -10,6 +10,9 @@
      and on the final scores after rerank
   7. page, apply min_score, explain
 
+With several collections (gateway.fanout) stages 2-4 run per collection, concurrently, and their fused
+lists are fused and deduplicated once more before the one rerank.
+
 A leg that fails or times out is reported in `legs` and the answer is marked degraded; only when
 no retrieval leg answered at all does the search fail (UNAVAILABLE).
 """
@@ -37,6 +40,7 @@ from hybridsearch.gateway.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.boosts import boost_final, boost_fused
 from hybridsearch.gateway.breakers import Breakers, CircuitOpen
+from hybridsearch.gateway.fanout import fan_out, split_key
 from hybridsearch.gateway.graph import expand as expand_graph
 from hybridsearch.gateway.legs.protocol import RetrievalLeg
 from hybridsearch.gateway.legs.registry import LEGS
@@ -69,11 +73,14 @@ class Trace:
     # The final order for later pages: order(n) builds its first n hits (paging.Pager, after the answer).
     order: Callable[[int], list[search_pb2.SearchHit]] = lambda n: []
     candidates: int = 0
+    lookup: Callable[[str], common_pb2.LegHit] | None = None  # several collections: the merged keys' hits
     _hits: dict[str, common_pb2.LegHit] | None = None
     _indexed: int = 0  # lists in _hits (a list added later, the graph's, is indexed on the next lookup)
 
     def hit(self, chunk_id: str) -> common_pb2.LegHit:
         """The leg hit (title, text) of a chunk: fused hits travel without text, the gateway holds it."""
+        if self.lookup is not None:
+            return self.lookup(chunk_id)
         if self._hits is None or self._indexed < len(self.lists):
             self._hits = self._hits or {}
             for rl in self.lists[self._indexed:]:
@@ -220,6 +227,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                 trace.note("queue", waited * 1000)
                 with self.tracer.start_as_current_span("gateway.search") as span:
                     span.set_attribute("search.collection", plan.collection)
+                    span.set_attribute("search.collections", [p.collection for p in plan.parts])
                     span.set_attribute("search.mode", common_pb2.RetrievalMode.Name(plan.mode))
                     span.set_attribute("search.effort", common_pb2.Effort.Name(plan.effort))
                     if plan.page_token:
@@ -242,13 +250,32 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         outcome = "unavailable" if response is None else "degraded" if response.degraded else "ok"
         metrics.SEARCHES.labels(effort=common_pb2.Effort.Name(plan.effort), outcome=outcome).inc()
         for leg in (name for name, s in trace.legs.items() if s.state in (FAILED, FALLBACK)):
-            metrics.DEGRADED_LEGS.labels(leg=leg).inc()
+            metrics.DEGRADED_LEGS.labels(leg=leg.partition("@")[0]).inc()  # "bm25@notes": the leg's label
         if response is None:
             reasons = "; ".join(f"{s.name}: {s.reason}" for s in trace.legs.values() if s.state == FAILED)
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"no retrieval leg answered ({reasons})")
         return response
 
     async def _search(self, plan: SearchPlan, deadline: Deadline, trace: Trace) -> search_pb2.SearchResponse | None:
+        if plan.parts:  # several collections: each retrieves and fuses on its own, then one merged list
+            fused = await fan_out(plan, trace, lambda part, part_trace: self._retrieve(part, deadline, part_trace),
+                                  self.settings.fusion_depth)
+        else:
+            fused = await self._retrieve(plan, deadline, trace)
+        if fused is None:
+            return None
+
+        # Stage 4: rerank the head, blend by position.
+        t = time.perf_counter()
+        reranked = await self._rerank(plan, fused, deadline, trace)
+        trace.timed("rerank", t)
+
+        # Stage 5: page and build the answer.
+        return self._respond(plan, fused, reranked, trace)
+
+    async def _retrieve(self, plan: SearchPlan, deadline: Deadline,
+                        trace: Trace) -> list[fusion_pb2.FusedHit] | None:
+        """Stages 1-3 for one collection: its fused list, or None when none of its legs answered."""
         depth = self.settings.leg_depth
         originals = [common_pb2.LegQuery(text=plan.query, kind=common_pb2.QUERY_KIND_ORIGINAL)]
         used = [leg for leg in LEGS.values() if leg.used_by(plan)]
@@ -288,17 +315,9 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         fused = await self._fused(plan, deadline, trace)
         trace.timed("fusion", t)
         # Link expansion (gateway.graph): the top documents' neighbours join, fused a second time.
-        fused = await expand_graph(plan, fused, self.settings, trace,
-                                   lambda leg: self._leg(leg, plan, originals, depth, deadline, trace),
-                                   lambda: self._fused(plan, deadline, trace))
-
-        # Stage 4: rerank the head, blend by position.
-        t = time.perf_counter()
-        reranked = await self._rerank(plan, fused, deadline, trace)
-        trace.timed("rerank", t)
-
-        # Stage 5: page and build the answer.
-        return self._respond(plan, fused, reranked, trace)
+        return await expand_graph(plan, fused, self.settings, trace,
+                                  lambda leg: self._leg(leg, plan, originals, depth, deadline, trace),
+                                  lambda: self._fused(plan, deadline, trace))
 
     async def _leg(self, leg: RetrievalLeg, plan, queries, depth, deadline, trace, *, variants=False, stragglers=None):
         base = common_pb2.LegSearchRequest(collection=plan.collection, queries=queries, limit=depth, filters=plan.filters,
@@ -445,9 +464,9 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         chunks = await self._stored_chunks(plan.collection, hits, deadline)
         tags = []
         for rank, hit in enumerate(hits, start=token.offset):
-            chunk = chunks.get(hit.chunk_id)
+            chunk = chunks.get((hit.collection or plan.collection, hit.chunk_id))
             show(hit, plan.query, chunk.text if chunk else "", self.analyzer, rank, plan.effort)
-            tags.append(chunk.metadata.get(plan.config.tags_field, "") if chunk else "")
+            tags.append(chunk.metadata.get(plan.config_of(hit.collection).tags_field, "") if chunk else "")
         response = search_pb2.SearchResponse()
         response.CopyFrom(order.head)
         response.hits.extend(hits)
@@ -456,7 +475,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             reranked=reranked, candidates=order.head.total_candidates, returned=len(hits),
             line=counts_line(reranked, order.head.total_candidates, len(hits))))
         response.tag_counts.update(tag_distribution(tags))
-        if missing := [h.doc_id for h in hits if h.chunk_id not in chunks]:
+        if missing := [h.doc_id for h in hits if (h.collection or plan.collection, h.chunk_id) not in chunks]:
             response.notices.append(f"{len(missing)} hits of this page are no longer stored (deleted since): {missing[:5]}")
         following = token.offset + plan.top_k
         if following < len(order.hits):
@@ -464,36 +483,46 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         response.took_ms = (time.perf_counter() - started) * 1000
         return response
 
-    async def _stored_chunks(self, collection: str, hits, deadline: Deadline) -> dict[str, common_pb2.Chunk]:
-        """The stored chunks of these hits by chunk id: the vector leg's own passages ("#p<n>") from the
+    async def _stored_chunks(self, collection: str, hits,
+                             deadline: Deadline) -> dict[tuple[str, str], common_pb2.Chunk]:
+        """The stored chunks of these hits by (collection, chunk id), each from its hit's collection
+        (`collection` for a hit that names none): the vector leg's own passages ("#p<n>") from the
         vector store, every other chunk from the BM25 store."""
-        wanted: dict[bool, set[str]] = {True: set(), False: set()}
+        wanted: dict[tuple[str, bool], set[str]] = {}
         for h in hits:
-            wanted[h.chunk_id.rpartition("#")[2].startswith("p")].add(h.doc_id)
-        calls = [stub.GetChunks(common_pb2.GetChunksRequest(collection=collection, doc_ids=sorted(ids)),
-                                timeout=deadline.left())
-                 for stub, ids in ((self.backends.vector, wanted[True]), (self.backends.bm25, wanted[False])) if ids]
+            passage = h.chunk_id.rpartition("#")[2].startswith("p")
+            wanted.setdefault((h.collection or collection, passage), set()).add(h.doc_id)
+        stubs = {True: self.backends.vector, False: self.backends.bm25}
+        places = list(wanted)
+        calls = [stubs[passage].GetChunks(common_pb2.GetChunksRequest(collection=c, doc_ids=sorted(wanted[c, passage])),
+                                          timeout=deadline.left())
+                 for c, passage in places]
         try:
             answers = await asyncio.gather(*calls)
         except grpc.aio.AioRpcError as err:
             raise Refusal(f"the page's texts could not be read ({err.code().name}: {err.details()}); retry") from err
-        return {c.chunk_id: c for answer in answers for c in answer.chunks}
+        return {(c, chunk.chunk_id): chunk for (c, _), answer in zip(places, answers) for chunk in answer.chunks}
 
     def _respond(self, plan, fused, reranked: Reranked, trace) -> search_pb2.SearchResponse:
         finals = reranked.final_scores(fused)
         rerank_scores = reranked.rerank
-        order, applied = boost_final(finals, reranked.order, rerank_scores,
-                                     lambda i: trace.hit(fused[i].chunk_id).metadata, lambda i: fused[i].doc_id,
-                                     plan.config.boosts)
-        trace.boosts += applied
+        order = reranked.order
+        for collection, config in plan.configs():  # each collection's boosts on its own hits
+            def metadata(i: int, collection=collection):
+                mine = not plan.parts or split_key(fused[i].chunk_id, plan.collection)[0] == collection
+                return trace.hit(fused[i].chunk_id).metadata if mine else {}
+            order, applied = boost_final(finals, order, rerank_scores, metadata, lambda i: fused[i].doc_id,
+                                         config.boosts)
+            trace.boosts += applied
         kept = [i for i in order if finals[i] >= plan.min_score]
         # Only the page is built: snippets and evidence for hits nobody will see cost most of an answer.
         def hit(i: int) -> search_pb2.SearchHit:
             f = fused[i]
+            collection, chunk_id = split_key(f.chunk_id, plan.collection)  # several collections: merged keys
             return search_pb2.SearchHit(
-                doc_id=f.doc_id, chunk_id=f.chunk_id, title=trace.hit(f.chunk_id).title, score=finals[i],
+                doc_id=f.doc_id, chunk_id=chunk_id, title=trace.hit(f.chunk_id).title, score=finals[i],
                 fusion_score=f.normalized_score, rerank_score=rerank_scores.get(i, 0.0), reranked=i in rerank_scores,
-                collection=plan.collection,
+                collection=collection,
                 legs=[search_pb2.LegRank(leg=e.leg, kind=e.kind, rank=e.rank, score=e.score) for e in f.evidence],
             )
 
@@ -504,7 +533,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             leg_hit = trace.hit(fused[i].chunk_id)
             page.append(hit(i))
             show(page[-1], plan.query, leg_hit.text, self.analyzer, rank, plan.effort)
-            tags.append(leg_hit.metadata.get(plan.config.tags_field, ""))
+            tags.append(leg_hit.metadata.get(plan.config_of(page[-1].collection).tags_field, ""))
         response = search_pb2.SearchResponse(
             hits=page, legs=list(trace.legs.values()), degraded=trace.degraded, mode=plan.mode, effort=plan.effort,
             total_candidates=len(kept), notices=trace.notices, tag_counts=tag_distribution(tags),
