@@ -4,6 +4,8 @@ INVALID_ARGUMENT errors."""
 
 from __future__ import annotations
 
+import time
+
 import grpc
 import pytest
 import redis
@@ -69,8 +71,12 @@ def test_bad_tokens_are_clear_errors(gateway, corpus):
 
 
 def test_an_evicted_order_says_so(stack, gateway, corpus):
-    first = gateway.search(QUERY, collection=COLLECTION, top_k=3, effort="fast")
     store = redis.Redis.from_url(stack.settings.expansion.redis_url)
+    before = set(store.scan_iter("hybridsearch:page:*"))
+    first = gateway.search(QUERY, collection=COLLECTION, top_k=3, effort="fast")
+    deadline = time.monotonic() + 5  # the order is written after the answer: wait for it, then evict it
+    while not set(store.scan_iter("hybridsearch:page:*")) - before and time.monotonic() < deadline:
+        time.sleep(0.02)
     for key in store.scan_iter("hybridsearch:page:*"):
         store.delete(key)
     with pytest.raises(InvalidArgument, match="expired"):
