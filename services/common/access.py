@@ -14,7 +14,7 @@ from pathlib import Path
 
 import grpc
 
-from hybridsearch.common.apikeys import client_key, ensure_local_admin, local_auth_dir
+from hybridsearch.common.apikeys import client_key, ensure_local_admin, local_auth_dir, write_private
 from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.server import CHANNEL_OPTIONS
 from hybridsearch.common.tls import TlsFiles, aio_channel, ensure_local_certificates, sync_channel
@@ -108,9 +108,7 @@ def ensure_paging_key(auth_dir: Path) -> str:
     """The page-token signing key of a one-machine stack (data_dir/auth/paging.key, made once, 0600)."""
     path = auth_dir / "paging.key"
     if not path.exists():
-        auth_dir.mkdir(parents=True, exist_ok=True)
-        path.touch(mode=0o600)
-        path.write_text(secrets.token_urlsafe(32))
+        write_private(path, secrets.token_urlsafe(32))  # 0600, atomic; makes the folder
     return path.read_text().strip()
 
 
