@@ -11,7 +11,7 @@ from hybridsearch.bm25.engine import LexicalEngine
 from hybridsearch.common.collections import collection_config
 from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.server import serve
-from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search
+from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search, trim_texts
 from hybridsearch.common.stores import EngineUnavailable
 from hybridsearch.common.limits import MAX_QUERY_CHARS
 from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection
@@ -81,10 +81,10 @@ class Bm25Servicer(StoreServicerMixin, bm25_pb2_grpc.Bm25ServiceServicer):
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
         return common_pb2.LegSearchResponse(
             engine=self.engine.name, timings_ms={"engine": (time.perf_counter() - started) * 1000},
-            lists=[
+            lists=trim_texts([
                 common_pb2.RankedList(leg=common_pb2.LEG_BM25, kind=q.kind, query=q.text, hits=hits)
                 for q, hits in zip(request.queries, lists)
-            ],
+            ], request.text_depth),
         )
 
     async def Correct(self, request: bm25_pb2.CorrectRequest, context) -> bm25_pb2.CorrectResponse:

@@ -33,8 +33,23 @@ def check_leg_search(request: common_pb2.LegSearchRequest) -> tuple[str, list[co
         raise InvalidArgument(f"limit must be 1-{MAX_LEG_LIMIT}, got {request.limit}")
     if not 0 <= request.feedback_docs <= 50:
         raise InvalidArgument("feedback_docs must be 0-50")
+    if not 0 <= request.text_depth <= MAX_LEG_LIMIT:
+        raise InvalidArgument(f"text_depth must be 0-{MAX_LEG_LIMIT}, got {request.text_depth}")
     check_metadata_fields(request.metadata_fields)
     return collection, filters
+
+
+def trim_texts(lists, text_depth: int):
+    """The lists with title and text cleared on every hit ranked below `text_depth` (0: all kept).
+
+    Texts are most of a leg's answer (100 SciFact hits: 161 KB, 9 in 10 bytes of it text) and the gateway
+    shows and reranks only the head of the fused list; it reads the few deeper texts it needs from the store."""
+    if text_depth:
+        for ranked in lists:
+            for hit in ranked.hits[text_depth:]:
+                hit.ClearField("title")
+                hit.ClearField("text")
+    return lists
 
 
 def check_metadata_fields(fields) -> tuple[str, ...]:

@@ -43,8 +43,17 @@ class Preview:
         return "".join(out)
 
 
+@lru_cache(maxsize=1024)
 def query_terms(query: str, analyzer: EnglishAnalyzer) -> frozenset[str]:
+    """The query's analysed terms (once per answer, not once per hit: every hit of a page reads them)."""
     return frozenset(analyzer.analyze(query))
+
+
+@lru_cache(maxsize=65536)
+def _analysed(word: str, analyzer: EnglishAnalyzer) -> str:
+    """A word's analysed form ('' for a stopword): pages repeat their words, so each is analysed once."""
+    analysed = analyzer.analyze(word)
+    return analysed[0] if analysed else ""
 
 
 @lru_cache(maxsize=4096)
@@ -61,16 +70,7 @@ def term_spans(text: str, terms: frozenset[str], analyzer: EnglishAnalyzer) -> l
     """Spans of the words of `text` whose analysed form is one of `terms`."""
     if not terms:
         return []
-    spans, seen = [], {}
-    for match in _candidates(terms).finditer(text):
-        word = match.group()
-        hit = seen.get(word)
-        if hit is None:  # a chunk repeats its words: each is analysed once
-            analysed = analyzer.analyze(word)
-            hit = seen[word] = bool(analysed) and analysed[0] in terms
-        if hit:
-            spans.append(match.span())
-    return spans
+    return [match.span() for match in _candidates(terms).finditer(text) if _analysed(match.group(), analyzer) in terms]
 
 
 def _best_window(spans: list[tuple[int, int]], length: int, width: int) -> int:

@@ -58,6 +58,17 @@ def needs_model(requested: bool | None, effort: int) -> RerankDecision | None:
     return None
 
 
+def pool_bound(requested: bool | None, effort: int, cfg: RerankSettings) -> int:
+    """The most candidates a search could rerank, known before fusion and before Triton is asked (0: it
+    cannot rerank): the deeper of the device pools of its depth."""
+    policy = effort_policy(effort)
+    if needs_model(requested, effort) is not None or (requested is None and not policy.reranks_unasked(cfg.in_balanced)):
+        return 0
+    if policy.deep_rerank_pool:
+        return max(cfg.pool_gpu_deep, cfg.pool_cpu_deep)
+    return max(cfg.pool_gpu_standard, cfg.pool_cpu)
+
+
 def decide_rerank(requested: bool | None, effort: int, cfg: RerankSettings, model: ModelInfo | None,
                   unavailable: str = "", candidates: int = 0) -> RerankDecision:
     """The whole decision; `model` None means it could not be asked (`unavailable` says why)."""

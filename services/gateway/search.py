@@ -48,6 +48,7 @@ from hybridsearch.gateway.paging import Pager
 from hybridsearch.gateway.previews import counts_line, show, tag_distribution
 from hybridsearch.gateway.request import SearchPlan, plan_search
 from hybridsearch.gateway.rerank_policy import ModelInfo, decide_rerank, needs_model
+from hybridsearch.gateway.texts import text_depth
 from hybridsearch.reranker.blend import blend
 from hybridsearch.v1 import common_pb2, expansion_pb2, fusion_pb2, search_pb2, search_pb2_grpc
 
@@ -84,8 +85,10 @@ class Trace:
         if self._hits is None or self._indexed < len(self.lists):
             self._hits = self._hits or {}
             for rl in self.lists[self._indexed:]:
-                for h in rl.hits:
-                    self._hits.setdefault(h.chunk_id, h)
+                for h in rl.hits:  # the first that came with its text (gateway.texts: lists trim theirs)
+                    known = self._hits.get(h.chunk_id)
+                    if known is None or (h.text and not known.text):
+                        self._hits[h.chunk_id] = h
             self._indexed = len(self.lists)
         return self._hits.get(chunk_id) or common_pb2.LegHit()
 
@@ -271,7 +274,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         trace.timed("rerank", t)
 
         # Stage 5: page and build the answer.
-        return self._respond(plan, fused, reranked, trace)
+        return await self._respond(plan, fused, reranked, deadline, trace)
 
     async def _retrieve(self, plan: SearchPlan, deadline: Deadline,
                         trace: Trace) -> list[fusion_pb2.FusedHit] | None:
@@ -280,13 +283,14 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         originals = [common_pb2.LegQuery(text=plan.query, kind=common_pb2.QUERY_KIND_ORIGINAL)]
         used = [leg for leg in LEGS.values() if leg.used_by(plan)]
 
-        # Stage 1: every leg the plan uses and expansion at once.
+        # Stage 1: every leg the plan uses and expansion at once; stage 2, the variants, as soon as expansion
+        # has answered (not after the original legs: the two query embeddings then share the cores).
         t = time.perf_counter()
         stragglers = (Stragglers(self.resilience.straggler_grace_s, self.resilience.straggler_factor)
                       if len(used) > 1 else None)
         calls = [self._leg(leg, plan, originals, depth, deadline, trace, stragglers=stragglers) for leg in used]
         try:
-            await asyncio.gather(*calls, self._expand(plan, deadline, trace))
+            await asyncio.gather(*calls, self._expand_and_vary(plan, used, depth, deadline, trace, stragglers))
         finally:
             if stragglers is not None:
                 stragglers.close()
@@ -294,18 +298,6 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         for leg in LEGS.values():
             if leg not in used:
                 trace.leg(leg.name, SKIPPED, leg.off)
-
-        # Stage 2: variants through the legs they were written for.
-        variants = _variant_queries(trace.expansion)
-        variant_calls = []
-        for leg in used:
-            queries = [q for q in variants if q.kind in leg.kinds]
-            if queries and trace.legs[leg.name].state == OK:
-                variant_calls.append(self._leg(leg, plan, queries, depth, deadline, trace, variants=True))
-        if variant_calls:
-            t = time.perf_counter()
-            await asyncio.gather(*variant_calls)
-            trace.timed("variants", t)
 
         if not any(trace.legs[leg.name].state == OK for leg in LEGS.values()):
             return None
@@ -319,9 +311,26 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                                   lambda leg: self._leg(leg, plan, originals, depth, deadline, trace),
                                   lambda: self._fused(plan, deadline, trace))
 
+    async def _expand_and_vary(self, plan: SearchPlan, used: list[RetrievalLeg], depth: int, deadline: Deadline,
+                               trace: Trace, stragglers: Stragglers | None) -> None:
+        """Expansion, then its variant queries through the legs they were written for: every leg whose
+        original query has not failed (it may still be running), under the same straggler cut-off."""
+        await self._expand(plan, deadline, trace)
+        variants = _variant_queries(trace.expansion)
+        calls = []
+        for leg in used:
+            queries = [q for q in variants if q.kind in leg.kinds]
+            status = trace.legs.get(leg.name)
+            if queries and (status is None or status.state == OK):
+                calls.append(self._leg(leg, plan, queries, depth, deadline, trace, variants=True, stragglers=stragglers))
+        if calls:
+            t = time.perf_counter()
+            await asyncio.gather(*calls)
+            trace.timed("variants", t)
+
     async def _leg(self, leg: RetrievalLeg, plan, queries, depth, deadline, trace, *, variants=False, stragglers=None):
         base = common_pb2.LegSearchRequest(collection=plan.collection, queries=queries, limit=depth, filters=plan.filters,
-                                           metadata_fields=plan.metadata_fields)
+                                           metadata_fields=plan.metadata_fields, text_depth=text_depth(plan, self.settings))
         request = leg.request(base, plan, self.settings)
         name = leg.name
         stage = f"{name}{'.variants' if variants else ''}"
@@ -437,6 +446,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             trace.leg("rerank", decision.state, decision.reason)
             return unchanged
         head = fused[:decision.pool]
+        await self._fill_texts(plan, head, deadline, trace)
         passages = [_passage(trace.hit(h.chunk_id)) for h in head]
         with self._observed("rerank") as span:
             span.set_attribute("rerank.pool", len(head))
@@ -461,10 +471,13 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         started = time.perf_counter()
         token, order = await self.pager.order(request)
         hits = list(order.hits[token.offset : token.offset + plan.top_k])
-        chunks = await self._stored_chunks(plan.collection, hits, deadline)
+        chunks = await self._stored_chunks([(h.collection or plan.collection, h.doc_id, h.chunk_id) for h in hits],
+                                           deadline)
         tags = []
         for rank, hit in enumerate(hits, start=token.offset):
             chunk = chunks.get((hit.collection or plan.collection, hit.chunk_id))
+            if chunk and not hit.title:  # a hit kept from below the legs' text depth
+                hit.title = chunk.title
             show(hit, plan.query, chunk.text if chunk else "", self.analyzer, rank, plan.effort)
             tags.append(chunk.metadata.get(plan.config_of(hit.collection).tags_field, "") if chunk else "")
         response = search_pb2.SearchResponse()
@@ -483,15 +496,34 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         response.took_ms = (time.perf_counter() - started) * 1000
         return response
 
-    async def _stored_chunks(self, collection: str, hits,
+    async def _fill_texts(self, plan: SearchPlan, hits, deadline: Deadline, trace: Trace) -> None:
+        """Reads the texts of these fused hits that came from below the legs' text depth (gateway.texts)
+        from the stores; one that cannot be read leaves its hit without a preview, noted."""
+        if not text_depth(plan, self.settings):  # every hit came with its text
+            return
+        missing = [h for h in hits if not trace.hit(h.chunk_id).text]
+        if not missing:
+            return
+        t = time.perf_counter()
+        try:
+            chunks = await self._stored_chunks([(plan.collection, h.doc_id, h.chunk_id) for h in missing], deadline)
+        except Refusal as err:
+            trace.notices.append(f"texts of {len(missing)} hits not shown: {err}")
+            return
+        for h in missing:
+            if (chunk := chunks.get((plan.collection, h.chunk_id))) is not None:
+                leg_hit = trace.hit(h.chunk_id)
+                leg_hit.title, leg_hit.text = chunk.title, chunk.text
+        trace.timed("texts", t)
+
+    async def _stored_chunks(self, hits: list[tuple[str, str, str]],
                              deadline: Deadline) -> dict[tuple[str, str], common_pb2.Chunk]:
-        """The stored chunks of these hits by (collection, chunk id), each from its hit's collection
-        (`collection` for a hit that names none): the vector leg's own passages ("#p<n>") from the
-        vector store, every other chunk from the BM25 store."""
+        """The stored chunks of these (collection, doc id, chunk id) by (collection, chunk id): the vector
+        leg's own passages ("#p<n>") from the vector store, every other chunk from the BM25 store."""
         wanted: dict[tuple[str, bool], set[str]] = {}
-        for h in hits:
-            passage = h.chunk_id.rpartition("#")[2].startswith("p")
-            wanted.setdefault((h.collection or collection, passage), set()).add(h.doc_id)
+        for collection, doc_id, chunk_id in hits:
+            passage = chunk_id.rpartition("#")[2].startswith("p")
+            wanted.setdefault((collection, passage), set()).add(doc_id)
         stubs = {True: self.backends.vector, False: self.backends.bm25}
         places = list(wanted)
         calls = [stubs[passage].GetChunks(common_pb2.GetChunksRequest(collection=c, doc_ids=sorted(wanted[c, passage])),
@@ -503,7 +535,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             raise Refusal(f"the page's texts could not be read ({err.code().name}: {err.details()}); retry") from err
         return {(c, chunk.chunk_id): chunk for (c, _), answer in zip(places, answers) for chunk in answer.chunks}
 
-    def _respond(self, plan, fused, reranked: Reranked, trace) -> search_pb2.SearchResponse:
+    async def _respond(self, plan, fused, reranked: Reranked, deadline: Deadline, trace) -> search_pb2.SearchResponse:
         finals = reranked.final_scores(fused)
         rerank_scores = reranked.rerank
         order = reranked.order
@@ -528,8 +560,10 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
 
         # Later pages read the order as kept here (paging.Pager builds it after the answer has gone).
         trace.order, trace.candidates = (lambda n: [hit(i) for i in kept[:n]]), len(kept)
+        shown = kept[plan.offset : plan.offset + plan.top_k]
+        await self._fill_texts(plan, [fused[i] for i in shown], deadline, trace)
         page, tags = [], []
-        for rank, i in enumerate(kept[plan.offset : plan.offset + plan.top_k], start=plan.offset):
+        for rank, i in enumerate(shown, start=plan.offset):
             leg_hit = trace.hit(fused[i].chunk_id)
             page.append(hit(i))
             show(page[-1], plan.query, leg_hit.text, self.analyzer, rank, plan.effort)

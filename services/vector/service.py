@@ -18,7 +18,7 @@ from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.server import internal_channel, serve
 from hybridsearch.common.limits import MAX_LEG_LIMIT, MAX_QUERY_CHARS
-from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search, check_metadata_fields
+from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search, check_metadata_fields, trim_texts
 from hybridsearch.common.collections import collection_config
 from hybridsearch.common.stores import UpsertResult, picked_metadata
 from hybridsearch.common.tags import query_keywords
@@ -206,7 +206,8 @@ class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
             timings["correct"] = (time.perf_counter() - started) * 1000
         lists = await self.engine.search(collection, queries, request.limit, filters, request.feedback_docs, timings,
                                          tuple(request.metadata_fields))
-        return common_pb2.LegSearchResponse(engine=self.engine.name, lists=lists, timings_ms=timings)
+        return common_pb2.LegSearchResponse(engine=self.engine.name, lists=trim_texts(lists, request.text_depth),
+                                            timings_ms=timings)
 
     async def TagSearch(self, request: common_pb2.LegSearchRequest, context) -> common_pb2.LegSearchResponse:
         try:

@@ -105,3 +105,28 @@ def test_a_collection_without_boosts_is_unchanged(gateway, boosted):
     response = _search(gateway, "unboosted", effort=common_pb2.EFFORT_FAST)
     assert list(response.explain.boosts) == []
     assert all(not h.metadata for rl in response.explain.leg_lists for h in rl.hits)
+
+
+# A hit that a boost lifts into the page from below the legs' text depth (gateway.texts): it came without
+# its text, and the gateway reads it from the store before showing it.
+LIFTED_DOCS = [
+    *(ingest_pb2.Document(id=f"lantern-{i}", title=f"Lantern {i}", text="Zephyr quokka lantern.") for i in range(3)),
+    ingest_pb2.Document(id="lantern-decision", title="Lantern decision", text="Zephyr quokka lantern glowing.",
+                        metadata={"type": "decision"}),
+    *(ingest_pb2.Document(id=f"lantern-weak-{i}", title=f"Weak {i}", text="Only a lantern here.") for i in range(3)),
+]
+
+
+@pytest.mark.stack
+def test_a_hit_lifted_from_below_the_text_depth_is_shown_with_its_text(gateway):
+    gateway.index("boosted", LIFTED_DOCS)
+    request = dict(query="zephyr quokka lantern", mode=common_pb2.RETRIEVAL_MODE_BM25, effort=common_pb2.EFFORT_FAST,
+                   explain=True)
+    plain = {leg.chunk_id: leg.rank for rl in gateway.search(search_pb2.SearchRequest(
+        collection="boosted", top_k=4, **request)).explain.leg_lists for leg in rl.hits}
+    assert plain["lantern-decision#0"] == 4  # ranked last by BM25: below the text depth of a 1-hit page (2)
+    response = gateway.search(search_pb2.SearchRequest(collection="boosted", top_k=1, **request))
+    (hit,) = response.hits
+    assert hit.doc_id == "lantern-decision" and hit.title == "Lantern decision"
+    assert "<mark>lantern</mark>" in hit.marked_snippet.lower() and "glowing" in hit.snippet
+    assert "texts" in {t.stage for t in response.explain.timings}  # read from the store, not from the leg

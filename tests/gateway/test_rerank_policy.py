@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hybridsearch.common.config import RerankSettings
-from hybridsearch.gateway.rerank_policy import ModelInfo, decide_rerank, needs_model
+from hybridsearch.gateway.rerank_policy import ModelInfo, decide_rerank, needs_model, pool_bound
 from hybridsearch.v1 import common_pb2, search_pb2
 
 FAST, BALANCED, THOROUGH = common_pb2.EFFORT_FAST, common_pb2.EFFORT_BALANCED, common_pb2.EFFORT_THOROUGH
@@ -53,3 +53,16 @@ def test_the_pool_is_never_more_than_the_candidates():
 def test_triton_is_asked_only_when_the_request_leaves_it_open():
     assert needs_model(False, THOROUGH) is not None and needs_model(None, FAST) is not None
     assert needs_model(None, BALANCED) is None and needs_model(True, FAST) is None
+
+
+@pytest.mark.parametrize("requested", [None, True, False])
+@pytest.mark.parametrize("effort", [FAST, BALANCED, THOROUGH])
+@pytest.mark.parametrize("cfg", [CFG, CFG.model_copy(update={"in_balanced": True, "allow_untrained": True})])
+@pytest.mark.parametrize("model", [TRAINED_CPU, TRAINED_GPU, UNTRAINED])
+def test_pool_bound_covers_every_decision(requested, effort, cfg, model):
+    """What texts.text_depth reads before Triton is asked: never less than the pool decided afterwards."""
+    decision = decide_rerank(requested, effort, cfg, model, "", 10_000)
+    bound = pool_bound(requested, effort, cfg)
+    assert decision.pool <= bound
+    if not decision.run and requested is None and effort != THOROUGH:
+        assert bound == 0  # a search that cannot rerank asks for no rerank texts

@@ -16,9 +16,13 @@ PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 SERVICES = ("gateway", "bm25", "vector", "expansion", "fusion")
 
 
-def stack_processes(proc: Path = Path("/proc")) -> dict[str, int]:
-    """name -> pid of every running service (`hybridsearch serve <name>` children), Triton and Redis."""
-    found: dict[str, int] = {}
+def stack_processes(proc: Path = Path("/proc"), ports: dict[str, int] | None = None) -> dict[str, int]:
+    """name -> pid of every running service (`hybridsearch serve <name>` children), Triton and Redis.
+
+    With several stacks on the machine (a test stack, a second checkout) a name has several processes:
+    `ports` (name -> the port that stack's part listens on) then picks the one listening there, and
+    Triton's Python stub is the one whose parent is the chosen Triton."""
+    found: dict[str, list[int]] = {}
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
@@ -27,10 +31,50 @@ def stack_processes(proc: Path = Path("/proc")) -> dict[str, int]:
         except OSError:
             continue
         args = [a.decode(errors="replace") for a in argv if a]
-        name = _service_of(args)
-        if name and name not in found:
-            found[name] = int(entry.name)
-    return found
+        if name := _service_of(args):
+            found.setdefault(name, []).append(int(entry.name))
+    chosen = {name: min(pids) for name, pids in found.items()}
+    if ports:
+        listeners = listening_inodes(proc)
+        for name, pids in found.items():
+            if len(pids) > 1 and name in ports:
+                inodes = listeners.get(ports[name], set())
+                chosen[name] = next((pid for pid in sorted(pids) if _holds_socket(proc, pid, inodes)), chosen[name])
+        if "triton" in chosen and len(found.get("triton-python", [])) > 1:
+            chosen["triton-python"] = next((pid for pid in found["triton-python"]
+                                            if _parent(proc, pid) == chosen["triton"]), chosen["triton-python"])
+    return chosen
+
+
+def listening_inodes(proc: Path = Path("/proc")) -> dict[int, set[str]]:
+    """port -> the socket inodes listening on it (TCP over IPv4 and IPv6)."""
+    out: dict[int, set[str]] = {}
+    for table in ("tcp", "tcp6"):
+        try:
+            rows = (proc / "net" / table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if len(cols) > 9 and cols[3] == "0A":  # LISTEN
+                out.setdefault(int(cols[1].rsplit(":", 1)[1], 16), set()).add(cols[9])
+    return out
+
+
+def _holds_socket(proc: Path, pid: int, inodes: set[str]) -> bool:
+    try:
+        return any(os.readlink(fd).removeprefix("socket:[").removesuffix("]") in inodes
+                   for fd in (proc / str(pid) / "fd").iterdir())
+    except OSError:
+        return False
+
+
+def _parent(proc: Path, pid: int) -> int:
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return 0
+    return int(stat[stat.rindex(")") + 2:].split()[1])
 
 
 def _service_of(args: list[str]) -> str | None:

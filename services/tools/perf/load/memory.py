@@ -22,7 +22,17 @@ def name_pids(pids: list[int], proc: Path = Path("/proc")) -> dict[str, int]:
 
 
 def discover() -> dict[str, int]:
-    return stack_processes()
+    """The processes of the stack these settings name (ports pick it when several stacks run)."""
+    from urllib.parse import urlsplit
+
+    from hybridsearch.common.config import get_settings
+
+    settings = get_settings()
+    ports = {name: getattr(settings.endpoints, f"{name}_port") for name in ("gateway", "bm25", "vector", "expansion",
+                                                                            "fusion")}
+    ports["triton"] = int(settings.rerank.triton_url.rsplit(":", 1)[1])
+    ports["redis"] = urlsplit(settings.expansion.redis_url).port or 6379
+    return stack_processes(ports=ports)
 
 
 class RssSampler:
