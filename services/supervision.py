@@ -123,9 +123,20 @@ class Supervisor:
             self.rpc.supervisor.reloadConfig()
             self.rpc.supervisor.addProcessGroup(program.name)
 
+    def _answering_pid(self) -> int | None:
+        """The pid of the supervisord answering on the control socket, None when none does."""
+        try:
+            return self.rpc.supervisor.getPID()
+        except (OSError, xmlrpc.client.Fault):
+            return None
+
     def _launch(self) -> None:
         from hybridsearch.launcher import die_with_parent
 
+        if (running := self._answering_pid()) is not None:
+            # Another stack on this data dir: starting beside it would drive (and on failure stop) its parts.
+            raise RuntimeError(f"a stack already runs from {self.dir.parent} (supervisord pid {running}, "
+                               f"{self.socket}): stop it first, or give this one another HYBRIDSEARCH_DATA_DIR")
         self.process = subprocess.Popen(
             die_with_parent([sys.executable, "-m", "supervisor.supervisord", "-n", "-c", str(self.conf)]),
             stdout=open(self.log_dir / "supervisord.out", "ab"), stderr=subprocess.STDOUT,
@@ -136,7 +147,8 @@ class Supervisor:
             if self.process.poll() is not None:
                 raise RuntimeError(f"supervisord exited with {self.process.returncode}; see {self.log_dir}")
             try:
-                if self.rpc.supervisor.getState()["statename"] == "RUNNING":
+                if (self.rpc.supervisor.getPID() == self.process.pid
+                        and self.rpc.supervisor.getState()["statename"] == "RUNNING"):
                     return
             except (OSError, xmlrpc.client.Fault):
                 pass
