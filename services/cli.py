@@ -494,6 +494,30 @@ def store_probe(
         json_out.write_text(json.dumps(result, indent=2))
 
 
+@app.command("bm25-scale")
+def bm25_scale(
+    corpus: Annotated[Path, typer.Argument(exists=True, help="a corpus.jsonl(.gz), e.g. scale-corpus's")],
+    queries_from: Annotated[Path, typer.Option(exists=True, file_okay=False, help="a BEIR folder: its queries")],
+    data_dir: Annotated[Path, typer.Option(help="an empty folder for the index (never a stack's data dir)")],
+    limit: Annotated[int, typer.Option(help="the first N queries")] = 300,
+    json_out: Annotated[Optional[Path], typer.Option("--json-out")] = None,
+):
+    """The BM25 store alone at a corpus size: index throughput, reopen, search p50/p99, memory, disk."""
+    from hybridsearch.corpus import read_queries
+    from hybridsearch.tools.perf.bm25_scale import run
+
+    if data_dir.exists() and any(data_dir.iterdir()):
+        raise typer.BadParameter(f"{data_dir} is not empty")
+    settings = get_settings().model_copy(update={"data_dir": data_dir})
+    queries = list(read_queries(queries_from).values())[:limit]
+    with _progress() as progress:
+        task = progress.add_task(f"indexing {corpus.name}", total=None)
+        result = run(settings, corpus, queries, progress=lambda n: progress.update(task, completed=n))
+    console.print_json(data=result)
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
+
+
 @app.command("export-models")
 def export_models(
     force: bool = False,

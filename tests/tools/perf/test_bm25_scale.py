@@ -1,0 +1,20 @@
+"""The BM25-at-scale probe (tools.perf.bm25_scale) on a small corpus: it indexes, reopens and searches."""
+
+from __future__ import annotations
+
+import json
+
+from hybridsearch.common.config import Settings
+from hybridsearch.tools.perf.bm25_scale import run
+
+
+def test_indexes_reopens_and_searches_a_corpus(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": f"d{i}", "title": f"Note {i}", "text": f"lantern {i} and ranked lists"})
+                              + "\n" for i in range(120)))
+    seen = []
+    result = run(Settings(data_dir=tmp_path / "data"), corpus, ["ranked lantern", "lists"], batch=50, progress=seen.append)
+    assert (result["documents"], result["chunks"], result["queries"]) == (120, 120, 2)
+    assert seen == [50, 100]
+    assert result["index_docs_per_s"] > 0 and result["search_p50_ms"] > 0 and result["reopen_s"] >= 0
+    assert result["on_disk_mib"] > 0 and result["peak_rss_mib"] > 0
