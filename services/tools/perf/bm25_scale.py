@@ -75,5 +75,6 @@ def run(settings: Settings, corpus: Path, queries: list[str], batch: int = 500, 
            "index_docs_per_s": round(documents / seconds, 1), "queries": len(queries)}
     out.update(asyncio.run(_search(settings, queries)))
     out["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    out["on_disk_mib"] = round(_dir_bytes(settings.data_dir / "bm25-tantivy" / COLLECTION) / 2**20, 1)
+    out["on_disk_bytes"] = _dir_bytes(settings.data_dir / "bm25-tantivy" / COLLECTION)
+    out["on_disk_mib"] = round(out["on_disk_bytes"] / 2**20, 1)
     return out

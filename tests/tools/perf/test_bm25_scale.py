@@ -17,4 +17,4 @@ def test_indexes_reopens_and_searches_a_corpus(tmp_path):
     assert (result["documents"], result["chunks"], result["queries"]) == (120, 120, 2)
     assert seen == [50, 100]
     assert result["index_docs_per_s"] > 0 and result["search_p50_ms"] > 0 and result["reopen_s"] >= 0
-    assert result["on_disk_mib"] > 0 and result["peak_rss_mib"] > 0
+    assert result["on_disk_bytes"] > 0 and result["peak_rss_mib"] > 0
