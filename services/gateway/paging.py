@@ -35,6 +35,7 @@ from hybridsearch.v1 import search_pb2
 log = logging.getLogger(__name__)
 
 TOKEN_VERSION = 1
+SENT_WAIT_S = 1.0  # the stored order is built once the first page is sent, or after this long at the latest
 MAX_TOKEN_CHARS = 512
 KEY_PREFIX = "hybridsearch:page:"
 
@@ -144,9 +145,11 @@ class Pager:
         self._pending: dict[str, asyncio.Task] = {}
 
     def keep(self, request: search_pb2.SearchRequest, first: search_pb2.SearchResponse,
-             order: Callable[[int], list[search_pb2.SearchHit]], candidates: int, next_offset: int) -> None:
+             order: Callable[[int], list[search_pb2.SearchHit]], candidates: int, next_offset: int,
+             sent: asyncio.Future | None = None) -> None:
         """After a first page with more hits than it shows: sets its next_page_token and stores `order(n)`
-        (the first n hits in final order, without previews) in the background."""
+        (the first n hits in final order, without previews) in the background, once `sent` is done (the
+        page has gone to its caller: building and writing up to max_hits hits must not delay it)."""
         if not self.max_hits or next_offset >= min(candidates, self.max_hits):
             return
         head = search_pb2.SearchResponse(legs=first.legs, degraded=first.degraded, mode=first.mode,
@@ -157,12 +160,15 @@ class Pager:
             first.next_page_token = self.tokens.issue(order_id, next_offset, request_digest(request))
         else:
             first.notices.append("no next_page_token: the page store (Redis) is not reachable")
-        task = asyncio.ensure_future(self._save(order_id, head, order, min(candidates, self.max_hits)))
+        task = asyncio.ensure_future(self._save(order_id, head, order, min(candidates, self.max_hits), sent))
         self._pending[order_id] = task
         task.add_done_callback(lambda _t: self._pending.pop(order_id, None))
 
     async def _save(self, order_id: str, head: search_pb2.SearchResponse,
-                    order: Callable[[int], list[search_pb2.SearchHit]], n: int) -> None:
+                    order: Callable[[int], list[search_pb2.SearchHit]], n: int,
+                    sent: asyncio.Future | None = None) -> None:
+        if sent is not None:
+            await asyncio.wait({sent}, timeout=SENT_WAIT_S)
         kept = search_pb2.StoredOrder(hits=order(n))
         kept.head.CopyFrom(head)
         try:

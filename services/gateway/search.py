@@ -238,7 +238,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                     else:
                         response = await self._search(plan, deadline, trace)
                         if response is not None:
-                            self.pager.keep(request, response, trace.order, trace.candidates, plan.offset + plan.top_k)
+                            self.pager.keep(request, response, trace.order, trace.candidates, plan.offset + plan.top_k,
+                                            sent=_on_done(context))
                     span.set_attribute("search.degraded", response is None or response.degraded)
         except Refusal as err:  # InvalidArgument included
             await abort_invalid(context, err)
@@ -590,6 +591,18 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                 )
             )
         return response
+
+
+def _on_done(context) -> asyncio.Future:
+    """A future done once the RPC has finished (its answer sent), whichever thread gRPC tells it on."""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    def finished(_context) -> None:
+        loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+
+    context.add_done_callback(finished)
+    return done
 
 
 def _variant_queries(expansion: expansion_pb2.ExpandResponse | None) -> list[common_pb2.LegQuery]:
