@@ -192,7 +192,8 @@ def print_response(text: str, response) -> None:
                          f"{common_pb2.QueryKind.Name(l.kind).removeprefix('QUERY_KIND_').lower()}#{l.rank}" for l in hit.legs[:4])
         where = f"{hit.collection}:" if hit.collection else ""
         out.print(f"{i:>2}. [bold]{hit.score:.3f}[/] {where}{hit.doc_id}  [cyan]{hit.title}[/]"
-                  f"  (fusion {hit.fusion_score:.3f}{f', rerank {hit.rerank_score:.3f}' if hit.reranked else ''}; {legs})")
+                  f"  (blended {hit.blended_score:.3f}, fusion {hit.fusion_score:.3f}"
+                  f"{f', rerank {hit.rerank_score:.3f}' if hit.reranked else ''}; {legs})")
         out.print(f"    {highlighted(hit.snippet, hit.highlights)}")
     if response.tag_counts:
         out.print("tags: " + ", ".join(f"{tag} {n}" for tag, n in response.tag_counts.items()))
