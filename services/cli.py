@@ -238,6 +238,8 @@ def bench(
     typo_rate: Annotated[float, typer.Option(help="with --typos: the share of words of 4+ letters hit")] = 0.3,
     fuzzy: Annotated[Optional[bool], typer.Option("--fuzzy/--no-fuzzy",
                      help="typo tolerance in the BM25 leg (default: the collection's setting)")] = None,
+    calibration: Annotated[bool, typer.Option(help="also pool every returned hit's score and blended_score with "
+                                                   "its judgment: ROC AUC, AP, precision above min_score (JSON)")] = False,
 ):
     """Bench nDCG@10, Recall@100, MRR@10 and latency per mode on a BEIR-layout folder."""
     from hybridsearch.tools.bench import BENCH_MODES, collection_name, ensure_indexed, run_mode
@@ -275,7 +277,8 @@ def bench(
             for mode in wanted:
                 t = progress.add_task(f"{mode:>9}", total=len(queries))
                 results[mode] = run_mode(client, BENCH_MODES[mode], queries, qrels, collection, ignore,
-                                         progress=lambda t=t: progress.advance(t), fuzzy=fuzzy)
+                                         progress=lambda t=t: progress.advance(t), fuzzy=fuzzy,
+                                         calibration=calibration)
     finally:
         if stack is not None:
             stack.stop()

@@ -16,6 +16,7 @@ from ranx import Qrels, Run, evaluate
 from hybridsearch.client import GatewayClient
 from hybridsearch.common.config import Settings
 from hybridsearch.corpus import beir_corpus_file, read_documents
+from hybridsearch.tools.quality.calibration import report as calibration_report
 from hybridsearch.v1 import common_pb2, search_pb2
 
 METRICS = ("ndcg@10", "recall@100", "mrr@10")
@@ -83,9 +84,22 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
+# Pools of (score, relevant) for --calibration: the calibrated score and the per-query blended one, over
+# every returned hit and over each query's first 10 (what a client reads).
+CALIBRATION_POOLS = {"score": ("score", DEPTH), "blended_score": ("blended_score", DEPTH),
+                     "score@10": ("score", 10), "blended_score@10": ("blended_score", 10)}
+
+
+def pool(pooled: dict[str, list[tuple[float, bool]]], hits, judgments: dict[str, int]) -> None:
+    """One query's hits into every calibration pool (a hit is relevant when judged above 0)."""
+    for name, (field, depth) in CALIBRATION_POOLS.items():
+        pooled[name] += [(float(getattr(h, field)), judgments.get(h.doc_id, 0) > 0) for h in hits[:depth]]
+
+
 def run_mode(client: GatewayClient, bench_mode: BenchMode, queries: dict[str, str], qrels, collection: str,
-             ignore_identical: bool, progress=None, fuzzy: bool | None = None) -> dict:
+             ignore_identical: bool, progress=None, fuzzy: bool | None = None, calibration: bool = False) -> dict:
     run: dict[str, dict[str, float]] = {}
+    pooled: dict[str, list[tuple[float, bool]]] = {name: [] for name in CALIBRATION_POOLS}
     latencies = []
     expansion = Counter()  # how each query was expanded (llm:<model>, prf, a skip reason, a failure)
     for qid, text in queries.items():
@@ -99,6 +113,8 @@ def run_mode(client: GatewayClient, bench_mode: BenchMode, queries: dict[str, st
         # ranx needs strictly ordered scores to keep the service's order: use rank-derived scores.
         ordered = [d for d in (h.doc_id for h in response.hits) if d in hits]
         run[qid] = {d: float(len(ordered) - i) for i, d in enumerate(ordered)} or {"__no_hit__": 0.0}
+        if calibration:
+            pool(pooled, [h for h in response.hits if h.doc_id in hits], qrels.get(qid, {}))
         if progress:
             progress()
     scores = evaluate(Qrels(qrels), Run(run), list(METRICS))
@@ -108,6 +124,8 @@ def run_mode(client: GatewayClient, bench_mode: BenchMode, queries: dict[str, st
     out["queries"] = len(queries)
     if expansion:
         out["expansion"] = dict(expansion.most_common())
+    if calibration:
+        out["calibration"] = {name: calibration_report(judged) for name, judged in pooled.items()}
     return out
 
 
