@@ -5,6 +5,11 @@ ranks the relevant hits of all queries above the irrelevant ones of all queries:
 average precision measure that (a per-query score, normalised to each query's best, mixes every query's
 top hit in at ~1.0 and scores lower). Precision above a threshold is what `min_score` gives a client.
 The answer's order plays no part here: the ranking metrics (nDCG@10) read the order alone.
+
+Judged collections answer every query, which flatters a per-query score (every top hit is ~1.0, and most
+are relevant). Queries of another domain run against the collection (`--unanswerable DIR`: every hit
+irrelevant) show what min_score does where a collection has no answer: `answering` gives the share of
+queries that still return a hit at each threshold.
 """
 
 from __future__ import annotations
@@ -48,6 +53,12 @@ def above(judged: Judged, threshold: float, relevant_total: int) -> dict:
     kept = [r for s, r in judged if s >= threshold]
     return {"kept": len(kept), "precision": round(sum(kept) / len(kept), 4) if kept else None,
             "recall": round(sum(kept) / relevant_total, 4) if relevant_total else None}
+
+
+def answering(tops: Sequence[float], thresholds: Iterable[float] = THRESHOLDS) -> dict[str, float]:
+    """The share of queries that return anything at each min_score, from each query's top score (scores
+    never rise down an answer, so a query returns a hit at t exactly when its top hit scores t or more)."""
+    return {f"{t:.2f}": round(sum(top >= t for top in tops) / len(tops), 4) if tops else 0.0 for t in thresholds}
 
 
 def report(judged: Judged, thresholds: Iterable[float] = THRESHOLDS) -> dict:

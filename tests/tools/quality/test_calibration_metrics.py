@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from hybridsearch.tools.quality.calibration import above, average_precision, report, roc_auc
+from hybridsearch.tools.quality.calibration import above, answering, average_precision, report, roc_auc
 
 
 @pytest.mark.parametrize("judged, auc", [
@@ -31,3 +31,8 @@ def test_what_a_threshold_keeps():
     assert above(judged, 0.6, 3) == {"kept": 3, "precision": pytest.approx(2 / 3, abs=1e-4), "recall": pytest.approx(2 / 3, abs=1e-4)}
     assert above(judged, 0.95, 3) == {"kept": 0, "precision": None, "recall": 0.0}
     assert report(judged, (0.5,))["min_score"]["0.50"]["kept"] == 3
+
+
+def test_answering_is_the_share_of_queries_whose_top_hit_passes():
+    assert answering([0.9, 0.55, 0.41, 0.0], (0.4, 0.5, 0.95)) == {"0.40": 0.75, "0.50": 0.5, "0.95": 0.0}
+    assert answering([], (0.5,)) == {"0.50": 0.0}
