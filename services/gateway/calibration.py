@@ -26,6 +26,12 @@ hit against fixed references instead (Gnosis' design, "Smart Skip" and "Score In
   absolute one: `w * b + (1 - w) * p`, where `w` is the blend's fusion weight at the hit's fused position
   and `p` the cross-encoder's probability after the keyword floor. Both parts are absolute, so the score is
   comparable across queries, and it stays close to the blended order (few displayed scores are lowered).
+  (The cross-encoder's probability alone, Gnosis' choice, ranked SciFact's pooled hits worse with the
+  shipped model: docs/quality.md "Calibrated scores".)
+* **Not read in a reranked answer**: a hit below the rerank pool is on the reranked scale too, with
+  `p = 0`: the reranker was there and did not read it, so it has no verification credit, and the
+  "probably relevant" band belongs to answers that no reranker read (Gnosis' skip), not to the tail of
+  one that a reranker did.
 * **Display** (`non_increasing`): the order is the ranking's and never changes here; a hit shows the lower
   of its own score and the score shown above it, so scores never rise down the list and `min_score` cuts
   a prefix in which every hit's own score passes.
@@ -128,7 +134,8 @@ def reranked_score(b: float, probability: float, fusion_weight: float) -> float:
 
 def own_score(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale, probability: float | None = None,
               fusion_weight: float = 0.0, boost: float = 1.0) -> float:
-    """A hit's calibrated score before display: reranked when `probability` is given, else synthetic."""
+    """A hit's calibrated score before display: on the reranked scale when `probability` is given (0 for a
+    hit the reranker did not read in a reranked answer), else synthetic."""
     if not evidence:
         return NO_EVIDENCE if probability is None else reranked_score(0.0, probability, fusion_weight)
     b = belief(evidence_share(evidence, scale, boost), hit_cosine(evidence, scale))

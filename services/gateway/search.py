@@ -553,11 +553,12 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                 scales[collection] = scale_of(trace.part_lists.get(collection, trace.lists), part.fusion)
             boosts = part.config.boosts
             metadata = trace.hit(fused[i].chunk_id).metadata if boosts else {}
-            probability = reranked.rerank.get(i)
+            # A reranked answer's hit outside the pool: the reranked scale, no verification (gateway.calibration).
+            probability = reranked.rerank.get(i, 0.0 if reranked.rerank else None)
             score = own_score(fused[i].evidence, scales[collection], probability,
                               fusion_weight(i + 1, tuple(cfg.bands), cfg.tail_fusion_weight),
                               math.prod(factors(metadata, boosts, FUSION)))
-            own.append(score if probability is None else capped(score, factors(metadata, boosts, RERANK)))
+            own.append(capped(score, factors(metadata, boosts, RERANK)) if i in reranked.rerank else score)
         return dict(zip(order, non_increasing(own)))
 
     async def _respond(self, plan, fused, reranked: Reranked, deadline: Deadline, trace) -> search_pb2.SearchResponse:

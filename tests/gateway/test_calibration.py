@@ -148,3 +148,13 @@ def test_display_never_rises_and_never_shows_more_than_a_hits_own(scores):
 def test_display_keeps_an_already_ordered_list_as_it_is():
     assert non_increasing([0.9, 0.7, 0.7, 0.2]) == [0.9, 0.7, 0.7, 0.2]
     assert non_increasing([0.9, 0.3, 0.6, 0.1]) == [0.9, 0.3, 0.3, 0.1]
+
+
+@pytest.mark.parametrize("cosine", [0.3, 0.7, 1.0])
+def test_a_hit_the_reranker_did_not_read_in_a_reranked_answer_gets_no_band(cosine):
+    """Below the rerank pool (tail weight 0.40, p = 0): the fusion part alone, under the band's floor."""
+    scale = scale_of([ranked(BM25, 5.0), ranked(VECTOR, cosine)], ZSCORE)
+    evidence = [ev(BM25, 1), ev(VECTOR, 1, cosine)]
+    unread = own_score(evidence, scale, 0.0, 0.4)
+    assert unread == pytest.approx(0.4 * belief(1.0, cosine)) and unread <= SYNTHETIC_LOW
+    assert unread < own_score(evidence, scale) and unread < own_score(evidence, scale, 0.5, 0.4)
