@@ -25,13 +25,13 @@ hit against fixed references instead (Gnosis' design, "Smart Skip" and "Score In
 * **Reranked**: the blend that ordered it (reranker.blend), with its per-query part replaced by the
   absolute one: `w * b + (1 - w) * p`, where `w` is the blend's fusion weight at the hit's fused position
   and `p` the cross-encoder's probability after the keyword floor. Both parts are absolute, so the score is
-  comparable across queries, and it stays close to the blended order (few displayed scores are lowered).
+  comparable across queries, and it follows the blended order more closely than `p` alone would.
   (The cross-encoder's probability alone, Gnosis' choice, ranked SciFact's pooled hits worse with the
   shipped model: docs/quality.md "Calibrated scores".)
 * **Not read in a reranked answer**: a hit below the rerank pool is on the reranked scale too, with
-  `p = 0`: the reranker was there and did not read it, so it has no verification credit, and the
-  "probably relevant" band belongs to answers that no reranker read (Gnosis' skip), not to the tail of
-  one that a reranker did.
+  `p = 0`, so at most `w` (0.40 below rank 10 by default): the reranker was there and did not read it,
+  so it has no verification credit, and the "probably relevant" band belongs to answers that no reranker
+  read (Gnosis' skip), not to the tail of one that a reranker did.
 * **Display** (`non_increasing`): the order is the ranking's and never changes here; a hit shows the lower
   of its own score and the score shown above it, so scores never rise down the list and `min_score` cuts
   a prefix in which every hit's own score passes.
