@@ -192,7 +192,8 @@ def print_response(text: str, response) -> None:
                          f"{common_pb2.QueryKind.Name(l.kind).removeprefix('QUERY_KIND_').lower()}#{l.rank}" for l in hit.legs[:4])
         where = f"{hit.collection}:" if hit.collection else ""
         out.print(f"{i:>2}. [bold]{hit.score:.3f}[/] {where}{hit.doc_id}  [cyan]{hit.title}[/]"
-                  f"  (fusion {hit.fusion_score:.3f}{f', rerank {hit.rerank_score:.3f}' if hit.reranked else ''}; {legs})")
+                  f"  (blended {hit.blended_score:.3f}, fusion {hit.fusion_score:.3f}"
+                  f"{f', rerank {hit.rerank_score:.3f}' if hit.reranked else ''}; {legs})")
         out.print(f"    {highlighted(hit.snippet, hit.highlights)}")
     if response.tag_counts:
         out.print("tags: " + ", ".join(f"{tag} {n}" for tag, n in response.tag_counts.items()))
@@ -237,6 +238,11 @@ def bench(
     typo_rate: Annotated[float, typer.Option(help="with --typos: the share of words of 4+ letters hit")] = 0.3,
     fuzzy: Annotated[Optional[bool], typer.Option("--fuzzy/--no-fuzzy",
                      help="typo tolerance in the BM25 leg (default: the collection's setting)")] = None,
+    calibration: Annotated[bool, typer.Option(help="also pool every returned hit's score and blended_score with "
+                                                   "its judgment: ROC AUC, AP, precision above min_score (JSON)")] = False,
+    unanswerable: Annotated[Optional[Path], typer.Option(exists=True, file_okay=False,
+                            help="with --calibration: this BEIR folder's judged queries (another domain) run too, "
+                                 "every hit irrelevant, pooled in a second set of figures")] = None,
 ):
     """Bench nDCG@10, Recall@100, MRR@10 and latency per mode on a BEIR-layout folder."""
     from hybridsearch.tools.bench import BENCH_MODES, collection_name, ensure_indexed, run_mode
@@ -263,6 +269,9 @@ def bench(
         if limit:
             queries = dict(list(queries.items())[:limit])
             qrels = {q: qrels[q] for q in queries}
+        off_domain = None
+        if unanswerable is not None:
+            off_domain = dict(list(load_judged_queries(unanswerable)[0].items())[:limit or None])
         if typos is not None:
             from hybridsearch.tools.quality.typos import typo_queries
 
@@ -272,9 +281,10 @@ def bench(
             ensure_indexed(client, folder, collection, progress=lambda n: progress.advance(task, n))
             results = {}
             for mode in wanted:
-                t = progress.add_task(f"{mode:>9}", total=len(queries))
+                t = progress.add_task(f"{mode:>9}", total=len(queries) + len(off_domain or {}) * calibration)
                 results[mode] = run_mode(client, BENCH_MODES[mode], queries, qrels, collection, ignore,
-                                         progress=lambda t=t: progress.advance(t), fuzzy=fuzzy)
+                                         progress=lambda t=t: progress.advance(t), fuzzy=fuzzy,
+                                         calibration=calibration, unanswerable=off_domain)
     finally:
         if stack is not None:
             stack.stop()

@@ -28,6 +28,18 @@ def matching(metadata: Mapping[str, str], boosts: Sequence[MetadataBoost], stage
     return out
 
 
+def factors(metadata: Mapping[str, str], boosts: Sequence[MetadataBoost], stage: int) -> list[float]:
+    """The factors a hit with this metadata gets at `stage`, in the boosts' order."""
+    return [f for _, f in matching(metadata, boosts, stage)]
+
+
+def capped(score: float, stage_factors: Sequence[float]) -> float:
+    """A final score after the rerank stage's factors, each product capped at 1.0."""
+    for factor in stage_factors:
+        score = min(1.0, score * factor)
+    return score
+
+
 def _applied(doc_id: str, found: list[tuple[MetadataBoost, float]], stage: int) -> list[search_pb2.AppliedBoost]:
     return [search_pb2.AppliedBoost(doc_id=doc_id, field=b.field, value=b.value, stage=stage, factor=f)
             for b, f in found]
@@ -66,8 +78,7 @@ def boost_final(finals: dict[int, float], order: list[int], reranked: Mapping[in
     applied: list[search_pb2.AppliedBoost] = []
     for i in reranked:
         found = matching(metadata_of(i), boosts, RERANK)
-        for _, factor in found:
-            finals[i] = min(1.0, finals[i] * factor)
+        finals[i] = capped(finals[i], [f for _, f in found])
         applied += _applied(doc_of(i), found, RERANK)
     if not applied:
         return order, []

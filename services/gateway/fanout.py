@@ -99,6 +99,7 @@ def _adopt(trace, collection: str, part, explain: bool) -> None:
     trace.boosts += part.boosts
     trace.expansion = trace.expansion or part.expansion
     trace.fusion_applied = trace.fusion_applied or part.fusion_applied
+    trace.part_lists[collection] = part.lists  # whole: the calibration's scale (gateway.calibration)
     if explain:  # explain names each list's collection in its query
         for rl in part.lists:
             named = common_pb2.RankedList(leg=rl.leg, kind=rl.kind, query=f"{rl.query} @{collection}",

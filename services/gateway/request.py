@@ -62,9 +62,13 @@ class SearchPlan:
         """(collection, config) of every collection the plan searches."""
         return [(p.collection, p.config) for p in self.parts] or [(self.collection, self.config)]
 
+    def plan_of(self, collection: str) -> "SearchPlan":
+        """The plan of one of the plan's collections (a hit's), this plan for any other name."""
+        return next((p for p in self.parts if p.collection == collection), self)
+
     def config_of(self, collection: str) -> CollectionConfig:
         """The config of one of the plan's collections (a hit's), this plan's own for any other name."""
-        return next((p.config for p in self.parts if p.collection == collection), self.config)
+        return self.plan_of(collection).config
 
 
 def check_search_collections(names, collection: str) -> tuple[list[str], str]:

@@ -8,7 +8,8 @@
   5. rerank the head of the fused list on Triton and blend by position
   6. the collection's metadata boosts (gateway.boosts) on the fused scores before the rerank pool is cut,
      and on the final scores after rerank
-  7. page, apply min_score, explain
+  7. calibrate the scores (gateway.calibration: comparable across queries, the order unchanged), page,
+     apply min_score to the calibrated scores, explain
 
 With several collections (gateway.fanout) stages 2-4 run per collection, concurrently, and their fused
 lists are fused and deduplicated once more before the one rerank.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -38,8 +40,9 @@ from hybridsearch.fusion.params import params_to_proto
 from hybridsearch.fusion.service import fuse_proto
 from hybridsearch.gateway.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
-from hybridsearch.gateway.boosts import boost_final, boost_fused
+from hybridsearch.gateway.boosts import FUSION, RERANK, boost_final, boost_fused, capped, factors
 from hybridsearch.gateway.breakers import Breakers, CircuitOpen
+from hybridsearch.gateway.calibration import Scale, non_increasing, own_score, scale_of
 from hybridsearch.gateway.fanout import fan_out, split_key
 from hybridsearch.gateway.graph import expand as expand_graph
 from hybridsearch.gateway.legs.protocol import RetrievalLeg
@@ -49,7 +52,7 @@ from hybridsearch.gateway.previews import counts_line, show, tag_distribution
 from hybridsearch.gateway.request import SearchPlan, plan_search
 from hybridsearch.gateway.rerank_policy import ModelInfo, decide_rerank, needs_model
 from hybridsearch.gateway.texts import text_depth
-from hybridsearch.reranker.blend import blend
+from hybridsearch.reranker.blend import blend, fusion_weight
 from hybridsearch.v1 import common_pb2, expansion_pb2, fusion_pb2, search_pb2, search_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -65,6 +68,7 @@ class Trace:
     legs: dict[str, search_pb2.LegStatus] = field(default_factory=dict)
     timings: list[search_pb2.StageTiming] = field(default_factory=list)
     lists: list[common_pb2.RankedList] = field(default_factory=list)
+    part_lists: dict[str, list[common_pb2.RankedList]] = field(default_factory=dict)  # several collections: each one's
     expansion: expansion_pb2.ExpandResponse | None = None
     notices: list[str] = field(default_factory=list)
     reranker_model: str = ""
@@ -536,6 +540,28 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             raise Refusal(f"the page's texts could not be read ({err.code().name}: {err.details()}); retry") from err
         return {(c, chunk.chunk_id): chunk for (c, _), answer in zip(places, answers) for chunk in answer.chunks}
 
+    def _calibrated(self, plan: SearchPlan, fused: list[fusion_pb2.FusedHit], reranked: Reranked, order: list[int],
+                    trace: Trace) -> dict[int, float]:
+        """Each hit's calibrated score (gateway.calibration), measured on its own collection's scale with its
+        collection's boosts, shown non-increasing down the final order (which stays as it is)."""
+        cfg = self.settings.rerank
+        scales: dict[str, Scale] = {}
+        own = []
+        for i in order:
+            collection = split_key(fused[i].chunk_id, plan.collection)[0]
+            part = plan.plan_of(collection)
+            if collection not in scales:
+                scales[collection] = scale_of(trace.part_lists.get(collection, trace.lists), part.fusion)
+            boosts = part.config.boosts
+            metadata = trace.hit(fused[i].chunk_id).metadata if boosts else {}
+            # A reranked answer's hit outside the pool: the reranked scale, no verification (gateway.calibration).
+            probability = reranked.rerank.get(i, 0.0 if reranked.rerank else None)
+            score = own_score(fused[i].evidence, scales[collection], probability,
+                              fusion_weight(i + 1, tuple(cfg.bands), cfg.tail_fusion_weight),
+                              math.prod(factors(metadata, boosts, FUSION)))
+            own.append(capped(score, factors(metadata, boosts, RERANK)) if i in reranked.rerank else score)
+        return dict(zip(order, non_increasing(own)))
+
     async def _respond(self, plan, fused, reranked: Reranked, deadline: Deadline, trace) -> search_pb2.SearchResponse:
         finals = reranked.final_scores(fused)
         rerank_scores = reranked.rerank
@@ -547,13 +573,15 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             order, applied = boost_final(finals, order, rerank_scores, metadata, lambda i: fused[i].doc_id,
                                          config.boosts)
             trace.boosts += applied
-        kept = [i for i in order if finals[i] >= plan.min_score]
+        scores = self._calibrated(plan, fused, reranked, order, trace)
+        kept = [i for i in order if scores[i] >= plan.min_score]
         # Only the page is built: snippets and evidence for hits nobody will see cost most of an answer.
         def hit(i: int) -> search_pb2.SearchHit:
             f = fused[i]
             collection, chunk_id = split_key(f.chunk_id, plan.collection)  # several collections: merged keys
             return search_pb2.SearchHit(
-                doc_id=f.doc_id, chunk_id=chunk_id, title=trace.hit(f.chunk_id).title, score=finals[i],
+                doc_id=f.doc_id, chunk_id=chunk_id, title=trace.hit(f.chunk_id).title, score=scores[i],
+                blended_score=finals[i],
                 fusion_score=f.normalized_score, rerank_score=rerank_scores.get(i, 0.0), reranked=i in rerank_scores,
                 collection=collection,
                 legs=[search_pb2.LegRank(leg=e.leg, kind=e.kind, rank=e.rank, score=e.score) for e in f.evidence],
@@ -582,8 +610,9 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                 search_pb2.Explanation(
                     lexical_variants=exp.lexical_variants, semantic_variants=exp.semantic_variants, hyde=exp.hyde,
                     expansion_generator=exp.generator, expansion_cache_hit=exp.cache_hit,
-                    leg_lists=[_trimmed(rl) for rl in trace.lists], fusion_order=[f.doc_id for f in fused[:100]],
-                    rerank_scores={fused[i].doc_id: s for i, s in rerank_scores.items()},
+                    leg_lists=[_trimmed(rl) for rl in trace.lists],
+                    fusion_order=[_explained_id(plan, f) for f in fused[:100]],
+                    rerank_scores={_explained_id(plan, fused[i]): s for i, s in rerank_scores.items()},
                     fusion=trace.fusion_applied or params_to_proto(plan.fusion), timings=trace.timings, reranker_model=trace.reranker_model,
                     boosts=trace.boosts,
                     query_language=exp.language, query_language_source=exp.language_source,
@@ -603,6 +632,12 @@ def _on_done(context) -> asyncio.Future:
 
     context.add_done_callback(finished)
     return done
+
+
+def _explained_id(plan: SearchPlan, hit: fusion_pb2.FusedHit) -> str:
+    """A fused hit as explain names it: its doc id, "collection/doc_id" when several collections are
+    searched (doc ids may repeat between them; collection names have no "/")."""
+    return f"{split_key(hit.chunk_id, plan.collection)[0]}/{hit.doc_id}" if plan.parts else hit.doc_id
 
 
 def _variant_queries(expansion: expansion_pb2.ExpandResponse | None) -> list[common_pb2.LegQuery]:

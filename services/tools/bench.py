@@ -16,6 +16,7 @@ from ranx import Qrels, Run, evaluate
 from hybridsearch.client import GatewayClient
 from hybridsearch.common.config import Settings
 from hybridsearch.corpus import beir_corpus_file, read_documents
+from hybridsearch.tools.quality.calibration import answering, report as calibration_report
 from hybridsearch.v1 import common_pb2, search_pb2
 
 METRICS = ("ndcg@10", "recall@100", "mrr@10")
@@ -83,9 +84,33 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
+# Pools of (score, relevant) for --calibration: the calibrated score and the per-query blended one, over
+# every returned hit and over each query's first 10 (what a client reads).
+CALIBRATION_POOLS = {"score": ("score", DEPTH), "blended_score": ("blended_score", DEPTH),
+                     "score@10": ("score", 10), "blended_score@10": ("blended_score", 10)}
+
+
+TOP_FIELDS = ("score", "blended_score")
+
+
+def pool(pooled: dict[str, list[tuple[float, bool]]], tops: dict[str, list[float]], hits,
+         judgments: dict[str, int]) -> None:
+    """One query's hits into every calibration pool (a hit is relevant when judged above 0), its top
+    hit's scores into `tops` (0 for no hit)."""
+    for name, (field, depth) in CALIBRATION_POOLS.items():
+        pooled[name] += [(float(getattr(h, field)), judgments.get(h.doc_id, 0) > 0) for h in hits[:depth]]
+    for field in TOP_FIELDS:
+        tops[field].append(float(getattr(hits[0], field)) if hits else 0.0)
+
+
 def run_mode(client: GatewayClient, bench_mode: BenchMode, queries: dict[str, str], qrels, collection: str,
-             ignore_identical: bool, progress=None, fuzzy: bool | None = None) -> dict:
+             ignore_identical: bool, progress=None, fuzzy: bool | None = None, calibration: bool = False,
+             unanswerable: dict[str, str] | None = None) -> dict:
+    """One mode over the judged queries; with `calibration`, the calibration figures too, and with
+    `unanswerable` queries (another domain's: every hit irrelevant) the same figures with them pooled in."""
     run: dict[str, dict[str, float]] = {}
+    pooled: dict[str, list[tuple[float, bool]]] = {name: [] for name in CALIBRATION_POOLS}
+    tops: dict[str, list[float]] = {field: [] for field in TOP_FIELDS}
     latencies = []
     expansion = Counter()  # how each query was expanded (llm:<model>, prf, a skip reason, a failure)
     for qid, text in queries.items():
@@ -99,6 +124,8 @@ def run_mode(client: GatewayClient, bench_mode: BenchMode, queries: dict[str, st
         # ranx needs strictly ordered scores to keep the service's order: use rank-derived scores.
         ordered = [d for d in (h.doc_id for h in response.hits) if d in hits]
         run[qid] = {d: float(len(ordered) - i) for i, d in enumerate(ordered)} or {"__no_hit__": 0.0}
+        if calibration:
+            pool(pooled, tops, [h for h in response.hits if h.doc_id in hits], qrels.get(qid, {}))
         if progress:
             progress()
     scores = evaluate(Qrels(qrels), Run(run), list(METRICS))
@@ -108,7 +135,25 @@ def run_mode(client: GatewayClient, bench_mode: BenchMode, queries: dict[str, st
     out["queries"] = len(queries)
     if expansion:
         out["expansion"] = dict(expansion.most_common())
+    if calibration:
+        out["calibration"] = calibration_figures(pooled, tops)
+    if calibration and unanswerable:
+        answerable = {field: list(values) for field, values in tops.items()}
+        tops = {field: [] for field in TOP_FIELDS}
+        for text in unanswerable.values():
+            pool(pooled, tops, list(client.search(bench_mode.request(text, collection, fuzzy)).hits), {})
+            if progress:
+                progress()
+        out["calibration_with_unanswerable"] = calibration_figures(pooled, tops)
+        out["calibration_with_unanswerable"]["answering_answerable"] = {
+            field: answering(values) for field, values in answerable.items()}
     return out
+
+
+def calibration_figures(pooled: dict[str, list[tuple[float, bool]]], tops: dict[str, list[float]]) -> dict:
+    """The pools' figures, and the share of the queries in `tops` that return a hit at each min_score."""
+    return {**{name: calibration_report(judged) for name, judged in pooled.items()},
+            "answering": {field: answering(values) for field, values in tops.items()}}
 
 
 def to_markdown(results: list[dict], metric: str = "ndcg@10") -> str:

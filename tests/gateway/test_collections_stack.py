@@ -103,3 +103,25 @@ def test_each_collection_searches_with_its_own_config(gateway):
     assert [(h.collection, h.doc_id) for h in typo.hits] == [("typo-default", "p")]
     exact = gateway.search("protein folding", collections=["multi-exact", "typo-default"], mode="bm25")
     assert {(h.collection, h.doc_id) for h in exact.hits} == {("typo-default", "p"), ("multi-exact", "p2")}
+
+
+TWINS = ("twin-a", "twin-b")
+
+
+@pytest.fixture(scope="module")
+def twins(gateway):
+    """The same doc ids in two collections, with different texts (so no hit is deduplicated away)."""
+    for name, topic in zip(TWINS, ("apple orchard pruning in winter", "rust borrow checker lifetimes")):
+        gateway.upsert(name, [document(f"doc-{i}", f"{topic}, note {i} of {name}", title=f"{name} {i}")
+                              for i in range(3)])
+
+
+def test_explain_keys_hits_by_collection_when_doc_ids_repeat(gateway, twins):
+    response = gateway.search("apple orchard pruning and rust borrow checker lifetimes", collections=list(TWINS),
+                              effort="fast", rerank=True, explain=True, top_k=10)
+    order = list(response.explain.fusion_order)
+    assert sorted(order) == sorted(f"{c}/doc-{i}" for c in TWINS for i in range(3))  # six, none collapsed
+    reranked = {f"{h.collection}/{h.doc_id}": h.rerank_score for h in response.hits if h.reranked}
+    assert len(reranked) == 6 and dict(response.explain.rerank_scores) == pytest.approx(reranked)
+    single = gateway.search("apple orchard pruning", collection=TWINS[0], effort="fast", explain=True)
+    assert sorted(single.explain.fusion_order) == ["doc-0", "doc-1", "doc-2"]  # one collection: plain doc ids

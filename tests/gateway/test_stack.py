@@ -99,8 +99,32 @@ def test_paging_and_min_score(gateway, sample):
     full = search(gateway, "search", top_k=6, effort=common_pb2.EFFORT_FAST)
     page = search(gateway, "search", top_k=3, offset=3, effort=common_pb2.EFFORT_FAST)
     assert [h.doc_id for h in page.hits] == [h.doc_id for h in full.hits[3:6]]
-    strict = search(gateway, "search", min_score=0.99, effort=common_pb2.EFFORT_FAST)
-    assert strict.hits and all(h.score >= 0.99 for h in strict.hits)
+    cut = full.hits[2].score  # calibrated scores never rise down the list: min_score keeps a prefix
+    strict = search(gateway, "search", min_score=cut, effort=common_pb2.EFFORT_FAST)
+    assert strict.hits and all(h.score >= cut for h in strict.hits)
+    assert [h.doc_id for h in strict.hits] == [h.doc_id for h in full.hits[:len(strict.hits)]]
+    assert not search(gateway, "search", min_score=0.71, effort=common_pb2.EFFORT_FAST).hits  # none reranked: <= 0.70
+
+
+STRONG, NONSENSE = "how are variant queries weighted in rank fusion", "zqxv blorptang wuffle grommick"
+
+
+@pytest.mark.parametrize("effort,rerank", [(common_pb2.EFFORT_FAST, False), (common_pb2.EFFORT_BALANCED, None),
+                                           (common_pb2.EFFORT_BALANCED, True)], ids=["fast", "default", "reranked"])
+def test_min_score_means_the_same_for_every_query(gateway, sample, effort, rerank):
+    """Calibrated scores: a nonsense query's best hit scores low and min_score 0.5 drops it, while the
+    strong query's best hit passes; the per-query blended score puts both tops near 1.0."""
+    options = dict(effort=effort, **({} if rerank is None else {"rerank": rerank}))
+    strong, nonsense = search(gateway, STRONG, **options), search(gateway, NONSENSE, **options)
+    assert strong.hits[0].doc_id == "fusion.md" and nonsense.hits
+    assert strong.hits[0].score > 0.5 > nonsense.hits[0].score
+    assert all(h.reranked == bool(rerank) for h in strong.hits[:3] + nonsense.hits[:3])
+    if not rerank:  # no reranker verified them: at most 0.70; the old per-query score: 1.0 for both tops
+        assert strong.hits[0].score <= 0.70 and strong.hits[0].blended_score == pytest.approx(1.0)
+        assert nonsense.hits[0].blended_score == pytest.approx(1.0)
+    kept, dropped = search(gateway, STRONG, min_score=0.5, **options), search(gateway, NONSENSE, min_score=0.5, **options)
+    assert kept.hits and kept.hits[0].doc_id == "fusion.md" and all(h.score >= 0.5 for h in kept.hits)
+    assert not dropped.hits and dropped.total_candidates == 0
 
 
 def test_reupsert_is_idempotent(gateway, sample):
@@ -211,6 +235,8 @@ def test_forced_rerank_calls_triton(gateway, sample):
     assert len(response.explain.rerank_scores) == len(reranked)
     assert response.explain.reranker_model and response.explain.reranker_model in legs(response)["rerank"].reason
     assert [h.score for h in response.hits] == sorted((h.score for h in response.hits), reverse=True)
+    # The order is the blend's (per query, kept in blended_score); the reranked head may show above 0.70.
+    assert [h.blended_score for h in response.hits] == sorted((h.blended_score for h in response.hits), reverse=True)
 
 
 @pytest.mark.parametrize("down,alive", [("vector", "bm25"), ("bm25", "vector")])
