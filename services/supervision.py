@@ -147,8 +147,7 @@ class Supervisor:
             if self.process.poll() is not None:
                 raise RuntimeError(f"supervisord exited with {self.process.returncode}; see {self.log_dir}")
             try:
-                if (self.rpc.supervisor.getPID() == self.process.pid
-                        and self.rpc.supervisor.getState()["statename"] == "RUNNING"):
+                if self._answering_pid() == self.process.pid and self.rpc.supervisor.getState()["statename"] == "RUNNING":
                     return
             except (OSError, xmlrpc.client.Fault):
                 pass

@@ -9,8 +9,9 @@ cores, docs/performance.md §5); the BM25 side needs none, so its scale is measu
 - index throughput: documents a second into the service's own engine (tantivy; chunked as the gateway
   chunks them, batches as the gateway sends them, a commit per batch as a store acknowledges them);
 - reopen: a fresh engine object to the first answered search (what a restarted BM25 service pays);
-- search: the leg's query (depth `leg_depth`, texts down to a 10-hit page's text depth) for real queries,
-  p50 / p99 in the engine, and the process's peak resident memory and the index's size on disk.
+- search: the leg's query (depth `leg_depth`; the engine decodes every hit's payload, the service trims
+  texts afterwards) for real queries, p50 / p99 in the engine, and the process's peak resident memory and
+  the index's size on disk.
 """
 
 from __future__ import annotations
