@@ -225,7 +225,7 @@ def secrets_of(stack, tenants) -> list[str]:
     """Every API key, key secret and private key body this stack knows."""
     data = stack.settings.data_dir
     keys = [*tenants["keys"].values(), (data / "auth" / "admin.key").read_text().strip()]
-    found = [*keys, *(key.rsplit("_", 1)[1] for key in keys)]
+    found = [*keys, *(key.split("_", 2)[2] for key in keys)]  # the secret may hold "_" itself
     for pem in (data / "tls").glob("*.key"):
         body = "".join(line for line in pem.read_text().splitlines() if "-----" not in line)
         found += [body, body[:40], base64.b64decode(body).hex()[:40]]
