@@ -209,7 +209,7 @@ def print_response(text: str, response) -> None:
             out.print(f"  graph added: {[(h.doc_id, round(h.score, 3)) for h in rl.hits[:10]]}")
         for b in e.boosts[:20]:
             out.print(f"  boost {search_pb2.BoostStage.Name(b.stage).removeprefix('BOOST_STAGE_').lower()}: "
-                      f"{b.doc_id} {b.field}={b.value} x{b.factor:.2f}")
+                      f"{b.collection}:{b.doc_id} {b.field}={b.value} x{b.factor:.2f}")
         if e.rerank_scores:
             out.print(f"  rerank scores: { {k: round(v, 3) for k, v in list(e.rerank_scores.items())[:10]} }")
     else:

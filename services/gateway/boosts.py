@@ -40,14 +40,17 @@ def capped(score: float, stage_factors: Sequence[float]) -> float:
     return score
 
 
-def _applied(doc_id: str, found: list[tuple[MetadataBoost, float]], stage: int) -> list[search_pb2.AppliedBoost]:
-    return [search_pb2.AppliedBoost(doc_id=doc_id, field=b.field, value=b.value, stage=stage, factor=f)
-            for b, f in found]
+def _applied(collection: str, doc_id: str, found: list[tuple[MetadataBoost, float]],
+             stage: int) -> list[search_pb2.AppliedBoost]:
+    return [search_pb2.AppliedBoost(collection=collection, doc_id=doc_id, field=b.field, value=b.value, stage=stage,
+                                    factor=f) for b, f in found]
 
 
 def boost_fused(fused: list[fusion_pb2.FusedHit], metadata_of: Callable[[str], Mapping[str, str]],
-                boosts: Sequence[MetadataBoost]) -> tuple[list[fusion_pb2.FusedHit], list[search_pb2.AppliedBoost]]:
-    """Fused hits with their fusion scores multiplied, re-sorted (stable) and re-normalised; what applied."""
+                boosts: Sequence[MetadataBoost], collection: str = "",
+                ) -> tuple[list[fusion_pb2.FusedHit], list[search_pb2.AppliedBoost]]:
+    """One collection's fused hits with their fusion scores multiplied, re-sorted (stable) and re-normalised;
+    what applied, each naming `collection`."""
     if not boosts or not fused:
         return fused, []
     applied: list[search_pb2.AppliedBoost] = []
@@ -57,7 +60,7 @@ def boost_fused(fused: list[fusion_pb2.FusedHit], metadata_of: Callable[[str], M
         for _, factor in found:
             f.fusion_score *= factor
             changed = True
-        applied += _applied(f.doc_id, found, FUSION)
+        applied += _applied(collection, f.doc_id, found, FUSION)
     if not changed:
         return fused, []
     ordered = sorted(fused, key=lambda f: -f.fusion_score)
@@ -70,16 +73,16 @@ def boost_fused(fused: list[fusion_pb2.FusedHit], metadata_of: Callable[[str], M
 
 def boost_final(finals: dict[int, float], order: list[int], reranked: Mapping[int, float],
                 metadata_of: Callable[[int], Mapping[str, str]], doc_of: Callable[[int], str],
-                boosts: Sequence[MetadataBoost]) -> tuple[list[int], list[search_pb2.AppliedBoost]]:
+                boosts: Sequence[MetadataBoost], collection: str = "") -> tuple[list[int], list[search_pb2.AppliedBoost]]:
     """After rerank: each reranked hit's final score multiplied, capped at 1.0 (`finals` updated in place);
-    the order re-sorted by final score (stable); what applied."""
+    the order re-sorted by final score (stable); what applied, each naming `collection`."""
     if not boosts or not reranked:
         return order, []
     applied: list[search_pb2.AppliedBoost] = []
     for i in reranked:
         found = matching(metadata_of(i), boosts, RERANK)
         finals[i] = capped(finals[i], [f for _, f in found])
-        applied += _applied(doc_of(i), found, RERANK)
+        applied += _applied(collection, doc_of(i), found, RERANK)
     if not applied:
         return order, []
     return sorted(order, key=lambda i: -finals[i]), applied

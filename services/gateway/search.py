@@ -405,7 +405,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
     async def _fused(self, plan, deadline, trace) -> list[fusion_pb2.FusedHit]:
         """Every list fused, then the collection's metadata boosts on the fused scores."""
         fused = await self._fuse(plan, deadline, trace)
-        fused, trace.boosts = boost_fused(fused, lambda chunk_id: trace.hit(chunk_id).metadata, plan.config.boosts)
+        fused, trace.boosts = boost_fused(fused, lambda chunk_id: trace.hit(chunk_id).metadata, plan.config.boosts,
+                                          plan.collection)
         return fused
 
     async def _fuse(self, plan, deadline, trace) -> list[fusion_pb2.FusedHit]:
@@ -571,7 +572,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                 mine = not plan.parts or split_key(fused[i].chunk_id, plan.collection)[0] == collection
                 return trace.hit(fused[i].chunk_id).metadata if mine else {}
             order, applied = boost_final(finals, order, rerank_scores, metadata, lambda i: fused[i].doc_id,
-                                         config.boosts)
+                                         config.boosts, collection)
             trace.boosts += applied
         scores = self._calibrated(plan, fused, reranked, order, trace)
         kept = [i for i in order if scores[i] >= plan.min_score]

@@ -23,8 +23,9 @@ def test_matching_needs_the_exact_value_and_leaves_factor_one_out():
 
 
 def test_fusion_boosts_multiply_reorder_and_renormalise():
-    hits, applied = boost_fused(fused(1.0, 0.9, 0.8, 0.7), META.get, [DECISION, DONE])
+    hits, applied = boost_fused(fused(1.0, 0.9, 0.8, 0.7), META.get, [DECISION, DONE], "notes")
     assert [h.doc_id for h in hits] == ["b", "a", "d", "c"]  # 1.17, 1.0, 0.546, 0.48
+    assert {a.collection for a in applied} == {"notes"}
     assert hits[0].fusion_score == pytest.approx(1.17) and hits[0].normalized_score == pytest.approx(1.0)
     assert hits[1].normalized_score == pytest.approx(1.0 / 1.17)
     assert sorted((a.doc_id, a.field, round(a.factor, 4)) for a in applied) == [
@@ -44,8 +45,9 @@ def test_rerank_boosts_apply_to_reranked_hits_capped_at_one():
     finals = {0: 0.9, 1: 0.85, 2: 0.8, 3: 0.1}
     chunks = list(META)
     order, applied = boost_final(finals, [0, 1, 2, 3], {0: 0.9, 1: 0.8, 2: 0.7}, lambda i: META[chunks[i]],
-                                 lambda i: chunks[i][0], [DECISION, DONE])
+                                 lambda i: chunks[i][0], [DECISION, DONE], "notes")
     assert finals[1] == 1.0  # 0.85 x 1.25 capped
+    assert {a.collection for a in applied} == {"notes"}
     assert finals[2] == pytest.approx(0.56) and finals[3] == 0.1  # not reranked: untouched
     assert order == [1, 0, 2, 3]
     assert [(a.doc_id, a.stage, round(a.factor, 4)) for a in applied] == [("b", RERANK, 1.25), ("c", RERANK, 0.7)]
@@ -84,8 +86,8 @@ def test_boosts_and_demotions_apply_at_fusion(gateway, boosted):
     response = _search(gateway, "boosted", effort=common_pb2.EFFORT_FAST)
     ids = [h.doc_id for h in response.hits]
     assert ids.index("c-decision") < ids.index("b-plain") < ids.index("a-done")
-    applied = {(b.doc_id, b.field, b.stage, round(b.factor, 4)) for b in response.explain.boosts}
-    assert applied == {("c-decision", "type", FUSION, 1.3), ("a-done", "status", FUSION, 0.6)}
+    applied = {(b.collection, b.doc_id, b.field, b.stage, round(b.factor, 4)) for b in response.explain.boosts}
+    assert applied == {("boosted", "c-decision", "type", FUSION, 1.3), ("boosted", "a-done", "status", FUSION, 0.6)}
 
 
 @pytest.mark.stack
@@ -105,6 +107,19 @@ def test_a_collection_without_boosts_is_unchanged(gateway, boosted):
     response = _search(gateway, "unboosted", effort=common_pb2.EFFORT_FAST)
     assert list(response.explain.boosts) == []
     assert all(not h.metadata for rl in response.explain.leg_lists for h in rl.hits)
+
+
+@pytest.mark.stack
+def test_across_collections_each_boost_names_the_collection_whose_hit_it_moved(gateway, boosted):
+    # The same doc ids in both collections: only "boosted" declares boosts, and explain says which twin moved.
+    response = gateway.search(search_pb2.SearchRequest(query="rank fusion merges ranked lists", top_k=14,
+                                                       collections=["boosted", "unboosted"], explain=True,
+                                                       effort=common_pb2.EFFORT_FAST, rerank=True))
+    applied = {(b.collection, b.doc_id, b.stage) for b in response.explain.boosts}
+    assert {("boosted", "c-decision", FUSION), ("boosted", "a-done", FUSION)} <= applied
+    assert {c for c, _, _ in applied} == {"boosted"}
+    # The twins' text is one content (gateway.fanout keeps it once): the boosted collection's lifted copy.
+    assert (response.hits[0].collection, response.hits[0].doc_id) == ("boosted", "c-decision")
 
 
 # A hit that a boost lifts into the page from below the legs' text depth (gateway.texts): it came without
