@@ -510,9 +510,11 @@ def bm25_scale(
     queries_from: Annotated[Path, typer.Option(exists=True, file_okay=False, help="a BEIR folder: its queries")],
     data_dir: Annotated[Path, typer.Option(help="an empty folder for the index (never a stack's data dir)")],
     limit: Annotated[int, typer.Option(help="the first N queries")] = 300,
+    writers: Annotated[int, typer.Option(help="concurrent one-document writers for the small-writes phase (0: none)")] = 8,
     json_out: Annotated[Optional[Path], typer.Option("--json-out")] = None,
 ):
-    """The BM25 store alone at a corpus size: index throughput, reopen, search p50/p99, memory, disk."""
+    """The BM25 store alone at a corpus size: index throughput, reopen, search p50/p99, memory, disk, and
+    small concurrent writes with a commit each vs group commit."""
     from hybridsearch.corpus import read_queries
     from hybridsearch.tools.perf.bm25_scale import run
 
@@ -522,7 +524,7 @@ def bm25_scale(
     queries = list(read_queries(queries_from).values())[:limit]
     with _progress() as progress:
         task = progress.add_task(f"indexing {corpus.name}", total=None)
-        result = run(settings, corpus, queries, progress=lambda n: progress.update(task, completed=n))
+        result = run(settings, corpus, queries, progress=lambda n: progress.update(task, completed=n), writers=writers)
     console.print_json(data=result)
     if json_out:
         json_out.write_text(json.dumps(result, indent=2))
