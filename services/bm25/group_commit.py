@@ -51,11 +51,13 @@ class GroupCommit(Generic[W, R]):
             group, self._queue = self._queue[:self.max_group], self._queue[self.max_group:]
             try:
                 results = await asyncio.to_thread(self.apply, [w for w, _ in group])
-            except BaseException as err:  # the store itself failed (not one write): the whole group did
+            except asyncio.CancelledError:  # the service is stopping: nobody is left waiting for an answer
+                for _, future in group + self._queue:
+                    future.cancel()
+                self._queue = []
+                raise
+            except Exception as err:  # the store itself failed (not one write): the whole group did
                 results = [err] * len(group)
-                if not isinstance(err, Exception):
-                    _settle(group, results)
-                    raise
             self.commits += 1
             _settle(group, results)
 

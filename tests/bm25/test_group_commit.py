@@ -145,3 +145,15 @@ def test_writes_that_change_nothing_answer_without_error(tmp_path):
     store.apply([Upsert([chunk("a", "alpha")])])
     assert store.apply([Upsert([]), Delete([]), Delete(["absent"]), Upsert([chunk("a", "alpha")])]) == [
         UpsertResult(), (0, 0), (0, 0), UpsertResult(documents_unchanged=1)]
+
+
+async def test_a_stopping_service_cancels_what_waits_instead_of_leaving_it_hanging():
+    store = Store()
+    commits = GroupCommit(store.apply)
+    store.gate.clear()
+    waiting = [asyncio.create_task(commits.submit(w)) for w in "ab"]
+    await asyncio.sleep(0.05)
+    commits._drain.cancel()  # as the event loop's shutdown cancels its tasks
+    store.gate.set()
+    done = await asyncio.wait_for(asyncio.gather(*waiting, return_exceptions=True), 5)
+    assert all(isinstance(d, asyncio.CancelledError) for d in done)
