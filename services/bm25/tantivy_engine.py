@@ -293,7 +293,7 @@ class _Collection:
                 else:
                     docs = chunks = 0
                     for doc_id in write.doc_ids:
-                        _, count = stored(doc_id)
+                        count = pending[doc_id][1] if doc_id in pending else self._chunk_count(searcher, doc_id)
                         if count:
                             self.writer.delete_documents_by_term("doc_id", doc_id)
                             pending[doc_id] = (None, 0)
