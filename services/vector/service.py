@@ -1,8 +1,9 @@
 """VectorService: embeds queries and chunks, searches Qdrant, optional Rocchio feedback.
 
-Typo tolerance: a search that asks for `fuzzy` embeds its original query as the BM25 service corrects it
-(Bm25Service.Correct: each word the index does not know replaced by its likeliest indexed neighbour),
-since the embedder has no fuzzy matching of its own. When that call fails, the query is embedded as typed.
+Typo tolerance: a search that asks for `fuzzy` embeds its original query, and the variants built on its
+words, as the BM25 service corrects them (Bm25Service.Correct: each word the index does not know replaced by
+its likeliest indexed neighbour), since the embedder has no fuzzy matching of its own. A query whose
+correction fails is embedded as typed.
 """
 
 from __future__ import annotations
@@ -168,6 +169,10 @@ def _hit(payload: dict, score: float, rank: int, metadata_fields) -> common_pb2.
 
 log = logging.getLogger(__name__)
 CORRECT_TIMEOUT_S = 0.5  # at most this long for the BM25 service's correction, within the caller's deadline
+# What is corrected: the query as typed and the variants expansion builds on its words (PRF's semantic
+# variant is the query's core plus feedback terms). HyDE passages and feedback are generated text, left as is.
+CORRECTED_KINDS = frozenset({common_pb2.QUERY_KIND_ORIGINAL, common_pb2.QUERY_KIND_LEXICAL_VARIANT,
+                             common_pb2.QUERY_KIND_SEMANTIC_VARIANT})
 
 
 class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
@@ -177,20 +182,23 @@ class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
 
     async def _corrected(self, collection: str, queries: list[common_pb2.LegQuery],
                          context) -> list[common_pb2.LegQuery]:
-        """The queries with the original one corrected by the BM25 service; as they are if that fails."""
+        """The queries as the BM25 service corrects them (the original and the variants built on its words,
+        at once); each one that cannot be corrected in time stays as typed."""
         remaining = context.time_remaining()
         timeout = min(CORRECT_TIMEOUT_S, remaining / 2) if remaining is not None else CORRECT_TIMEOUT_S
-        out = []
-        for q in queries:
-            if q.kind == common_pb2.QUERY_KIND_ORIGINAL:
-                try:
-                    reply = await self.bm25.Correct(bm25_pb2.CorrectRequest(collection=collection, query=q.text),
-                                                    timeout=timeout)
-                    q = common_pb2.LegQuery(text=reply.query or q.text, kind=q.kind)
-                except grpc.aio.AioRpcError as err:
-                    log.warning("query correction failed (%s): embedding the query as typed", err.code().name)
-            out.append(q)
-        return out
+
+        async def corrected(q: common_pb2.LegQuery) -> common_pb2.LegQuery:
+            if q.kind not in CORRECTED_KINDS:
+                return q
+            try:
+                reply = await self.bm25.Correct(bm25_pb2.CorrectRequest(collection=collection, query=q.text),
+                                                timeout=timeout)
+            except grpc.aio.AioRpcError as err:
+                log.warning("query correction failed (%s): embedding the query as typed", err.code().name)
+                return q
+            return common_pb2.LegQuery(text=reply.query or q.text, kind=q.kind)
+
+        return list(await asyncio.gather(*map(corrected, queries)))
 
     async def Search(self, request: common_pb2.LegSearchRequest, context) -> common_pb2.LegSearchResponse:
         try:
@@ -199,8 +207,7 @@ class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
             await abort_invalid(context, err)
         timings: dict[str, float] = {}
         queries = list(request.queries)
-        has_original = any(q.kind == common_pb2.QUERY_KIND_ORIGINAL for q in queries)
-        if request.fuzzy and self.bm25 is not None and has_original:
+        if request.fuzzy and self.bm25 is not None and any(q.kind in CORRECTED_KINDS for q in queries):
             started = time.perf_counter()
             queries = await self._corrected(collection, queries, context)
             timings["correct"] = (time.perf_counter() - started) * 1000

@@ -352,3 +352,11 @@ def test_fuzzy_per_request_and_per_collection(gateway):
     plain = search(gateway, "galxy", collection="typo-off", mode=common_pb2.RETRIEVAL_MODE_HYBRID,
                    explain=True, effort=common_pb2.EFFORT_FAST)
     assert {lst.leg: lst.query for lst in plain.explain.leg_lists}[common_pb2.LEG_VECTOR] == "galxy"
+    # Expansion's variants are built on the typed words: the vector leg embeds them corrected too.
+    expanded = search(gateway, "galxy formaton dark mattr", collection="typo-off", fuzzy=True, expand=True,
+                      explain=True, effort=common_pb2.EFFORT_BALANCED)
+    vector_queries = {(lst.kind, lst.query) for lst in expanded.explain.leg_lists if lst.leg == common_pb2.LEG_VECTOR}
+    assert common_pb2.QUERY_KIND_SEMANTIC_VARIANT in {kind for kind, _ in vector_queries}
+    typed = {kind: q for kind, q in vector_queries if kind in (common_pb2.QUERY_KIND_ORIGINAL,
+                                                               common_pb2.QUERY_KIND_SEMANTIC_VARIANT)}
+    assert len(typed) == 2 and all("galaxy" in q and "galxy" not in q for q in typed.values()), typed
