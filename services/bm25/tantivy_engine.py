@@ -353,6 +353,10 @@ class TantivyBm25Engine:
             self._groups.setdefault(collection, GroupCommit(opened.apply, self.max_group))
         return await self._groups[collection].submit(write)
 
+    def commits(self, collection: str) -> int:
+        """Commits this engine object has made to the collection (each a group of writes)."""
+        return self._groups[collection].commits if collection in self._groups else 0
+
     async def upsert(self, collection, chunks):
         return await self._write(collection, Upsert(chunks))
 

@@ -130,7 +130,7 @@ async def test_concurrent_writers_share_commits_and_every_acknowledged_write_sur
         assert await engine.delete("c", [f"w{w}-0"]) == (1, 1)
 
     await asyncio.gather(*(writer(w) for w in range(8)))
-    commits = engine._groups["c"].commits
+    commits = engine.commits("c")
     assert commits < 8 * 11  # 88 writes acknowledged; the writes that queued shared commits
     await engine.close()
     reopened = TantivyBm25Engine(tmp_path)

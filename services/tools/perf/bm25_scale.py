@@ -98,7 +98,7 @@ async def _small_writes(settings: Settings, docs: list[ingest_pb2.Document], wri
     started = time.perf_counter()
     await asyncio.gather(*(writer(docs[w::writers]) for w in range(writers)))
     seconds = time.perf_counter() - started
-    commits = engine._groups[COLLECTION].commits
+    commits = engine.commits(COLLECTION)
     await engine.close()
     return {"writes": len(times), "writes_per_s": round(len(times) / seconds, 1),
             "p50_ms": round(float(np.percentile(times, 50)), 2), "p99_ms": round(float(np.percentile(times, 99)), 2),
