@@ -33,7 +33,7 @@ class GroupCommit(Generic[W, R]):
         self.max_group = max_group
         self._queue: list[tuple[W, asyncio.Future]] = []
         self._drain: asyncio.Task | None = None
-        self.commits = 0  # groups committed (tests and stats read it)
+        self.commits = 0  # groups the store applied, each in at most one commit (tests and bm25-scale read it)
 
     async def submit(self, write: W) -> R:
         """The write's result once its group has been committed; its exception if it failed."""
@@ -58,7 +58,8 @@ class GroupCommit(Generic[W, R]):
                 raise
             except Exception as err:  # the store itself failed (not one write): the whole group did
                 results = [err] * len(group)
-            self.commits += 1
+            else:
+                self.commits += 1
             _settle(group, results)
 
 

@@ -89,12 +89,6 @@ class Delete:
 Write = Upsert | Delete
 
 
-def _raised(result):
-    if isinstance(result, Exception):
-        raise result
-    return result
-
-
 def meta_term(key: str, value: str) -> str:
     return f"{key}={value}"
 
@@ -238,12 +232,6 @@ class _Collection:
         }))
         return doc
 
-    def upsert(self, chunks: list[common_pb2.Chunk]) -> UpsertResult:
-        return _raised(self.apply([Upsert(chunks)])[0])
-
-    def delete(self, doc_ids: list[str]) -> tuple[int, int]:
-        return _raised(self.apply([Delete(doc_ids)])[0])
-
     def apply(self, writes: Sequence[Write]) -> list[UpsertResult | tuple[int, int] | Exception]:
         """The writes in order, one commit for all (group_commit.py); a result per write. Should one fail,
         nothing of the group is kept and each write is applied and committed alone, so only it fails."""
@@ -354,7 +342,7 @@ class TantivyBm25Engine:
         return await self._groups[collection].submit(write)
 
     def commits(self, collection: str) -> int:
-        """Commits this engine object has made to the collection (each a group of writes)."""
+        """Groups of writes this engine object has applied to the collection (one commit each at most)."""
         return self._groups[collection].commits if collection in self._groups else 0
 
     async def upsert(self, collection, chunks):

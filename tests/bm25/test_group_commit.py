@@ -53,6 +53,7 @@ async def test_a_failed_write_fails_alone_and_a_failed_store_fails_its_whole_gro
     broken = GroupCommit(Store(broken=True).apply)
     results = await asyncio.gather(*(broken.submit(w) for w in "pq"), return_exceptions=True)
     assert all(isinstance(r, OSError) for r in results)
+    assert broken.commits == 0  # nothing was applied
     assert await GroupCommit(Store().apply).submit("after") == "ok after"  # nothing stays stuck
 
 
