@@ -10,7 +10,7 @@ import asyncio
 from pathlib import Path
 
 from hybridsearch.tools.perf.load.bounds import MAX_TOTAL_S
-from hybridsearch.tools.perf.procs import stack_processes, usage
+from hybridsearch.tools.perf.procs import SERVICES, stack_processes, usage
 
 MB = 2**20
 
@@ -28,8 +28,8 @@ def discover() -> dict[str, int]:
     from hybridsearch.common.config import get_settings
 
     settings = get_settings()
-    ports = {name: getattr(settings.endpoints, f"{name}_port") for name in ("gateway", "bm25", "vector", "expansion",
-                                                                            "fusion")}
+    # Endpoints.addr: an explicit address's port where one is set, the default port otherwise.
+    ports = {name: int(settings.endpoints.addr(name).rsplit(":", 1)[1]) for name in SERVICES}
     ports["triton"] = int(settings.rerank.triton_url.rsplit(":", 1)[1])
     ports["redis"] = urlsplit(settings.expansion.redis_url).port or 6379
     return stack_processes(ports=ports)
