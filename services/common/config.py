@@ -222,6 +222,9 @@ class RerankSettings(BaseModel):
     in_balanced: bool = False
     score_floor: float = 0.0
     timeout_s: float = 5.0
+    # Less than this left of the search's deadline when the head is ready: the answer goes out in fused
+    # order, with a notice, rather than wait for a rerank that cannot finish in time.
+    min_time_s: float = Field(0.05, ge=0)
     # Position-aware blend: fusion's share of the score by fused rank, (last rank, weight) ascending, then
     # the tail's (GNO's 75/60/40 by default; docs/quality.md measures others).
     bands: list[tuple[int, float]] = [(3, 0.75), (10, 0.60)]

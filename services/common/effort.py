@@ -67,6 +67,22 @@ EFFORTS: MappingProxyType[int, EffortPolicy] = MappingProxyType({
 DEFAULT_EFFORT = common_pb2.EFFORT_BALANCED
 
 
+def why_not_expand(effort: int, requested: bool | None, prf_in_balanced: bool) -> str | None:
+    """Whether a query is expanded, decided once for the gateway (does it call the expansion service) and
+    the service (does it generate): None to expand, else the reason it is not. The caller's word decides
+    (`requested`: SearchRequest.expand, ExpandRequest.force), else the effort's row; a row that expands with
+    PRF only if configured (BALANCED) asks expansion.prf_in_balanced. Strong signals in the query itself
+    (expansion.skip) are the service's to find: they need the query's own BM25 probe."""
+    if requested is not None:
+        return None if requested else "request"
+    policy = effort_policy(effort)
+    if not policy.expands:
+        return f"{policy.name} effort"
+    if policy.prf_only_if_configured and not prf_in_balanced:
+        return f"feedback expansion is off in {policy.name.upper()} (expansion.prf_in_balanced)"
+    return None
+
+
 def effort_policy(effort: int) -> EffortPolicy:
     """The row of `effort`; UNSPECIFIED is the default (BALANCED). Callers validate unknown values first."""
     return EFFORTS[effort or DEFAULT_EFFORT]

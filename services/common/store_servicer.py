@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable
+from typing import TypeVar
+
 import grpc
 
 from hybridsearch.common.limits import MAX_CHUNKS_PER_REQUEST, MAX_LEG_LIMIT, MAX_LEG_QUERIES
@@ -61,18 +64,21 @@ def check_metadata_fields(fields) -> tuple[str, ...]:
             raise InvalidArgument(f"metadata_fields[{i}] {name[:80]!r} is not a metadata key ([A-Za-z0-9_-]{{1,64}})")
     return tuple(fields)
 
+T = TypeVar("T")
+
 
 class StoreServicerMixin:
     """Needs `self.engine` with upsert/delete/stats/content_hashes (see bm25.engine.LexicalEngine)."""
 
-    async def _call_engine(self, context, call):
+    async def _call_engine(self, context: grpc.aio.ServicerContext, call: Awaitable[T]) -> T:
         """A store that cannot answer (cluster down, timeout) is UNAVAILABLE: the caller may retry."""
         try:
             return await call
         except EngineUnavailable as err:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
 
-    async def UpsertChunks(self, request, context):
+    async def UpsertChunks(self, request: common_pb2.UpsertChunksRequest,
+                           context: grpc.aio.ServicerContext) -> common_pb2.UpsertChunksResponse:
         try:
             collection = check_collection(request.collection)
             if len(request.chunks) > MAX_CHUNKS_PER_REQUEST:
@@ -91,7 +97,8 @@ class StoreServicerMixin:
             chunks_written=result.chunks_written,
         )
 
-    async def DeleteDocuments(self, request, context):
+    async def DeleteDocuments(self, request: common_pb2.DeleteDocumentsRequest,
+                              context: grpc.aio.ServicerContext) -> common_pb2.DeleteDocumentsResponse:
         try:
             collection = check_collection(request.collection)
             doc_ids = check_doc_ids(request.doc_ids)
@@ -100,7 +107,8 @@ class StoreServicerMixin:
         docs, chunks = await self._call_engine(context, self.engine.delete(collection, doc_ids))
         return common_pb2.DeleteDocumentsResponse(documents_deleted=docs, chunks_deleted=chunks)
 
-    async def Stats(self, request, context):
+    async def Stats(self, request: common_pb2.StoreStatsRequest,
+                    context: grpc.aio.ServicerContext) -> common_pb2.StoreStats:
         try:
             collection = check_collection(request.collection)
         except InvalidArgument as err:
@@ -110,7 +118,8 @@ class StoreServicerMixin:
             engine=stats.engine, documents=stats.documents, chunks=stats.chunks, details=stats.details
         )
 
-    async def ListDocuments(self, request, context):
+    async def ListDocuments(self, request: common_pb2.ListDocumentsRequest,
+                            context: grpc.aio.ServicerContext) -> AsyncIterator[common_pb2.ListDocumentsPage]:
         """Every stored document in pages of LIST_PAGE (one listing, streamed)."""
         try:
             collection = check_collection(request.collection)
@@ -120,7 +129,8 @@ class StoreServicerMixin:
         for start in range(0, len(documents), LIST_PAGE):
             yield common_pb2.ListDocumentsPage(documents=documents[start:start + LIST_PAGE])
 
-    async def GetChunks(self, request, context):
+    async def GetChunks(self, request: common_pb2.GetChunksRequest,
+                        context: grpc.aio.ServicerContext) -> common_pb2.GetChunksResponse:
         try:
             collection = check_collection(request.collection)
             doc_ids = check_doc_ids(request.doc_ids)
@@ -128,7 +138,8 @@ class StoreServicerMixin:
             await abort_invalid(context, err)
         return common_pb2.GetChunksResponse(chunks=await self._call_engine(context, self.engine.get_chunks(collection, doc_ids)))
 
-    async def ContentHashes(self, request, context):
+    async def ContentHashes(self, request: common_pb2.ContentHashesRequest,
+                            context: grpc.aio.ServicerContext) -> common_pb2.ContentHashesResponse:
         try:
             collection = check_collection(request.collection)
             doc_ids = check_doc_ids(request.doc_ids)

@@ -20,7 +20,7 @@ import grpc
 from hybridsearch.bm25.analyzer import Analyzers
 from hybridsearch.common.collections import collection_config
 from hybridsearch.common.config import ExpansionSettings, Settings, get_settings
-from hybridsearch.common.effort import Expansion, effort_policy
+from hybridsearch.common.effort import Expansion, effort_policy, why_not_expand
 from hybridsearch.common.language import DETECTOR, Detection, documents_language, query_language
 from hybridsearch.common.server import internal_channel, serve
 from hybridsearch.common.telemetry import tracer
@@ -77,20 +77,15 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
 
     async def _answer(self, request, collection, filters, language: Detection, documents_language: str,
                       context) -> expansion_pb2.ExpandResponse:
-        policy = effort_policy(request.effort)
-        if not policy.expands and not request.force:
-            return expansion_pb2.ExpandResponse(skipped=True, skip_reason=f"{policy.name} effort", generator="none",
+        # The same rule the gateway's plan used (common.effort.why_not_expand): decided once.
+        if (why := why_not_expand(request.effort, True if request.force else None, self.cfg.prf_in_balanced)):
+            return expansion_pb2.ExpandResponse(skipped=True, skip_reason=why, generator="none",
                                                 cache_available=self.cache.available)
         reason = strong_signal(request.query)
         if reason:
             return expansion_pb2.ExpandResponse(skipped=True, skip_reason=reason, generator="none",
                                                 cache_available=self.cache.available)
-
         generator = self._generator(request.effort)
-        if generator == "prf" and policy.prf_only_if_configured and not self.cfg.prf_in_balanced and not request.force:
-            # Measured in docs/quality.md: feedback variants do not help on every collection.
-            return expansion_pb2.ExpandResponse(skipped=True, skip_reason="no LLM; feedback expansion is off in BALANCED",
-                                                generator="none", cache_available=self.cache.available)
         key = self.cache.key(
             request.query, collection, generator, self.cfg.prompt_version, PROMPT_VERSION,
             f"prf={self.cfg.prf_docs}/{self.cfg.prf_terms}", filters_key(filters),

@@ -2,7 +2,7 @@
 
 Each collection has its own plan (request.plan_search's `parts`: its own fields, fuzzy default, tag leg,
 boosts, language) and runs the retrieval stages (legs and expansion, variants, fusion, graph) with a
-trace of its own, all concurrently under the one deadline. The collections' fused lists are then fused
+report and pool of its own, all concurrently under the one deadline. The collections' fused lists are then fused
 once more, weighted RRF with weight 1 per collection (`MERGE_RRF_K`), and hits of the same content are
 kept once (as Gnosis' content-hash dedup: identical chunk text is the same content, whatever its id or
 collection): the better placed one stays and takes the other's RRF share too. The one rerank and the
@@ -22,22 +22,16 @@ import hashlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
-from hybridsearch.v1 import common_pb2, fusion_pb2
+from hybridsearch.gateway.keys import SEP, key, split_key  # noqa: F401  (merged keys: re-exported)
+from hybridsearch.gateway.pool import MergedPool, Pool
+from hybridsearch.gateway.report import Report
+from hybridsearch.v1 import fusion_pb2
 
 MERGE_RRF_K = 60  # RRF's k for the cross-collection fusion (the collections' fused lists, weight 1 each)
-SEP = "\x1f"      # between collection and chunk id in a merged key (no collection name or chunk id has it)
 
-
-def key(collection: str, chunk_id: str) -> str:
-    return f"{collection}{SEP}{chunk_id}"
-
-
-def split_key(chunk_key: str, collection: str) -> tuple[str, str]:
-    """(collection, chunk id) of a merged key; a plain chunk id belongs to `collection`."""
-    if SEP in chunk_key:
-        found, _, chunk_id = chunk_key.partition(SEP)
-        return found, chunk_id
-    return collection, chunk_key
+# One collection's retrieval (legs, expansion, variants, fusion, graph): its fused list and the lists it was
+# fused from, or None when none of its legs answered.
+Retrieval = Callable[..., Awaitable[tuple[list[fusion_pb2.FusedHit], Pool] | None]]
 
 
 def content_key(text: str) -> str | None:
@@ -68,41 +62,20 @@ def merge(ranked: Sequence[tuple[str, Sequence[fusion_pb2.FusedHit]]], text_of: 
             for score, _, f, collection in best]
 
 
-async def fan_out(plan, trace, retrieve: Callable[..., Awaitable[list | None]],
-                  limit: int) -> list[fusion_pb2.FusedHit] | None:
-    """Runs `retrieve(part, part_trace)` for every collection of the plan at once and merges what they
-    fused into `trace` (leg states, timings, notices, lists per collection); None when none retrieved."""
-    traces = {part.collection: type(trace)() for part in plan.parts}
-    results = await asyncio.gather(*(retrieve(part, traces[part.collection]) for part in plan.parts))
-    for collection, part_trace in traces.items():
-        _adopt(trace, collection, part_trace, plan.explain)
-    def lookup(chunk_key: str):
-        collection, chunk_id = split_key(chunk_key, plan.collection)
-        return traces[collection].hit(chunk_id)
-    trace.lookup = lookup
-    answered = [(c, fused) for c, fused in zip(traces, results) if fused is not None]
+async def fan_out(plan, retrieve: Retrieval, report: Report,
+                  limit: int) -> tuple[list[fusion_pb2.FusedHit], MergedPool] | None:
+    """Runs `retrieve(part, part_report)` for every collection of the plan at once, adopts each collection's
+    report into `report` and merges what they fused; None when no collection retrieved anything."""
+    reports = {part.collection: Report() for part in plan.parts}
+    results = await asyncio.gather(*(retrieve(part, reports[part.collection]) for part in plan.parts))
+    for collection, part_report in reports.items():
+        report.adopt(collection, part_report)
+    answered = {c: result for c, result in zip(reports, results) if result is not None}
     if not answered:
         return None
+    pool = MergedPool({c: part_pool for c, (_, part_pool) in answered.items()}, plan.collection)
     t = time.perf_counter()
-    merged = merge(answered, lambda c, chunk_id: traces[c].hit(chunk_id).text, limit)
-    trace.timed("merge", t)
-    return merged
-
-
-def _adopt(trace, collection: str, part, explain: bool) -> None:
-    """One collection's trace into the search's: names suffixed "@collection", notices prefixed."""
-    for name, status in part.legs.items():
-        trace.leg(f"{name}@{collection}", status.state, status.reason)
-    trace.degraded |= part.degraded
-    trace.timings += [type(t)(stage=f"{t.stage}@{collection}", ms=t.ms) for t in part.timings]
-    trace.notices += [f"{collection}: {n}" for n in part.notices]
-    trace.boosts += part.boosts
-    trace.expansion = trace.expansion or part.expansion
-    trace.fusion_applied = trace.fusion_applied or part.fusion_applied
-    trace.part_lists[collection] = part.lists  # whole: the calibration's scale (gateway.calibration)
-    if explain:  # explain names each list's collection in its query
-        for rl in part.lists:
-            named = common_pb2.RankedList(leg=rl.leg, kind=rl.kind, query=f"{rl.query} @{collection}",
-                                          weight=rl.weight)
-            named.hits.extend(rl.hits[:20])
-            trace.lists.append(named)
+    merged = merge([(c, fused) for c, (fused, _) in answered.items()],
+                   lambda c, chunk_id: answered[c][1].hit(chunk_id).text, limit)
+    report.timed("merge", t)
+    return merged, pool

@@ -9,15 +9,15 @@ lists with fusion's `graph_weight` and the search fuses a second time before rer
 A neighbour that is already a candidate keeps the chunk fusion chose for it: its graph hit is rewritten
 to that chunk, so linked evidence lifts that chunk instead of adding another of the same document.
 
-The call is a leg like the others (the gateway's `_leg`: span, breaker, errors, leg state, explain
-list and timings), with its own breaker part ("graph") and budget (`graph.timeout_s`); it is not in
-the registry (gateway.legs.registry) because it runs after fusion, not beside the other legs.
+The call is a leg like the others (gateway.legs.runner: span, breaker, errors, leg state, timings), with
+its own breaker part ("graph") and budget (`graph.timeout_s`); it is not in the registry
+(gateway.legs.registry) because it runs after fusion, not beside the other legs. The stage returns the
+neighbours' list; the query path adds it to the pool and fuses again.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hybridsearch.v1 import common_pb2, fusion_pb2, search_pb2, vector_pb2
@@ -66,31 +66,24 @@ def keep_chunks(graph_list: common_pb2.RankedList, fused: Sequence[fusion_pb2.Fu
     return kept
 
 
-async def expand(plan, fused: list[fusion_pb2.FusedHit], settings, trace,
-                 run: Callable[[GraphLeg], Awaitable[None]],
-                 fuse_again: Callable[[], Awaitable[list[fusion_pb2.FusedHit]]]) -> list[fusion_pb2.FusedHit]:
-    """The graph stage: `fused` unchanged when it is off or adds nothing, else the second fusion's list.
-    `run` calls a leg the gateway's way (it records the leg's state and list); `fuse_again` fuses every list."""
+async def neighbours(plan, fused: Sequence[fusion_pb2.FusedHit], settings, runner, deadline,
+                     report) -> common_pb2.RankedList | None:
+    """The graph stage: the neighbours' list (its hits of fused documents rewritten to their fused chunk),
+    or None when the stage is off, failed or found nothing. `runner` is gateway.legs.runner.LegRunner."""
     if not plan.graph:
-        trace.leg(NAME, SKIPPED, "off")
-        return fused
-    started = time.perf_counter()
+        report.leg(NAME, SKIPPED, "off")
+        return None
     top = seeds(fused, settings.graph.seeds)
     if not top:
-        trace.leg(NAME, SKIPPED, "no fused documents to start from")
-        return fused
-    before = len(trace.lists)
-    await run(GraphLeg(top, settings.graph.timeout_s))
-    added = trace.lists[before:]
-    if trace.legs[NAME].state != OK or not added:
-        trace.timed(NAME, started)
-        return fused
-    graph_list = added[0]
+        report.leg(NAME, SKIPPED, "no fused documents to start from")
+        return None
+    original = [common_pb2.LegQuery(text=plan.query, kind=common_pb2.QUERY_KIND_ORIGINAL)]
+    lists = await runner.run(GraphLeg(top, settings.graph.timeout_s), plan, original, deadline, report)
+    if not lists:
+        return None
+    graph_list = lists[0]
     kept = keep_chunks(graph_list, fused)
     new = len(graph_list.hits) - kept
-    trace.leg(NAME, OK, f"{len(graph_list.hits)} neighbours of {len(top)} seeds ({new} new, {kept} already "
-                        f"candidates); {trace.legs[NAME].reason}")
-    if graph_list.hits:
-        fused = await fuse_again()
-    trace.timed(NAME, started)
-    return fused
+    report.leg(NAME, OK, f"{len(graph_list.hits)} neighbours of {len(top)} seeds ({new} new, {kept} already "
+                         f"candidates); {report.legs[NAME].reason}")
+    return graph_list if graph_list.hits else None

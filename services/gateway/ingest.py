@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 
 import grpc
 
@@ -135,7 +136,8 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         cfg = settings.admission
         self.admission = Admission(cfg.max_ingest_in_flight, 4 * cfg.max_ingest_in_flight, INGEST_MAX_WAIT_S)
 
-    async def _write(self, collection: str, documents: list[ingest_pb2.Document], context) -> ingest_pb2.UpsertResponse:
+    async def _write(self, collection: str, documents: list[ingest_pb2.Document],
+                     context: grpc.aio.ServicerContext) -> ingest_pb2.UpsertResponse:
         """Writes one batch to both stores; raises Refusal when it was not acknowledged."""
         try:
             async with self.admission.slot(context.time_remaining() or INGEST_MAX_WAIT_S):
@@ -166,14 +168,16 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
             documents_unchanged=len(documents) - written, chunks_written=max(bm25.chunks_written, vector.chunks_written),
         )
 
-    async def Upsert(self, request, context):
+    async def Upsert(self, request: ingest_pb2.UpsertRequest,
+                     context: grpc.aio.ServicerContext) -> ingest_pb2.UpsertResponse:
         try:
             return await self._write(check_collection(request.collection), validate_documents(request.documents),
                                      context)
         except Refusal as err:
             await abort_invalid(context, err)
 
-    async def UpsertStream(self, request_iterator, context):
+    async def UpsertStream(self, request_iterator: AsyncIterator[ingest_pb2.UpsertRequest],
+                           context: grpc.aio.ServicerContext) -> ingest_pb2.UpsertResponse:
         """Writes each message as it comes; a failure says how many batches were committed before it."""
         total = ingest_pb2.UpsertResponse()
         batches, last_id = 0, ""
@@ -192,7 +196,8 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
             await abort_invalid(context, type(err)(f"{err} ({sentence})", err.code))
         return total
 
-    async def Delete(self, request, context):
+    async def Delete(self, request: ingest_pb2.DeleteRequest,
+                     context: grpc.aio.ServicerContext) -> ingest_pb2.DeleteResponse:
         try:
             collection = check_collection(request.collection)
             ids = check_doc_ids(request.ids)
@@ -208,7 +213,8 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
             await abort_invalid(context, failure)
         return ingest_pb2.DeleteResponse(documents_deleted=max(r.documents_deleted for r in results))
 
-    async def Stats(self, request, context):
+    async def Stats(self, request: ingest_pb2.StatsRequest,
+                    context: grpc.aio.ServicerContext) -> ingest_pb2.StatsResponse:
         try:
             collection = check_collection(request.collection)
         except InvalidArgument as err:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from hybridsearch.common.collections import DEFAULT, CollectionConfig, collection_config
 from hybridsearch.common.config import Settings
-from hybridsearch.common.effort import DEFAULT_EFFORT, effort_policy
+from hybridsearch.common.effort import DEFAULT_EFFORT, effort_policy, why_not_expand
 from hybridsearch.common.language import check_language
 from hybridsearch.common.limits import MAX_QUERY_CHARS
 from hybridsearch.common.validation import InvalidArgument, check_collection, check_filters
@@ -25,8 +25,8 @@ class SearchPlan:
     collection: str
     top_k: int
     offset: int
-    mode: int
-    effort: int
+    mode: common_pb2.RetrievalMode  # the proto enums (ints at run time)
+    effort: common_pb2.Effort
     filters: list
     fusion: FusionParams
     rerank_requested: bool | None  # None: effort and model decide
@@ -41,10 +41,16 @@ class SearchPlan:
     # This plan's `collection`/`config` are then the primary's (the request's `collection`, else the first).
     parts: tuple["SearchPlan", ...] = ()
 
+    prf_in_balanced: bool = True  # expansion.prf_in_balanced: whether BALANCED expands unasked
+
+    @property
+    def no_expansion(self) -> str | None:
+        """Why the expansion service is not asked (None: it is): common.effort.why_not_expand, the one rule."""
+        return why_not_expand(self.effort, self.expand, self.prf_in_balanced)
+
     @property
     def expands(self) -> bool:
-        """Whether the expansion service is asked (the request's word, else the effort's row)."""
-        return self.expand if self.expand is not None else effort_policy(self.effort).expands
+        return self.no_expansion is None
 
     @property
     def rocchio(self) -> bool:
@@ -140,4 +146,5 @@ def _plan(request: search_pb2.SearchRequest, settings: Settings, query: str, top
         fuzzy=request.fuzzy if request.HasField("fuzzy") else config.fuzzy,
         page_token=request.page_token,
         graph=request.graph if request.HasField("graph") else config.graph,
+        prf_in_balanced=settings.expansion.prf_in_balanced,
     )

@@ -12,7 +12,8 @@ The order of the rules is the order a reader would check them:
   4. unset, model untrained, untrained not allowed  -> skipped
   5. unset, the effort reranks only if configured (BALANCED) and rerank.in_balanced is off -> skipped
   6. fewer fused candidates than rerank.min_candidates -> skipped
-  7. otherwise rerank the head: the pool by device (GPU / CPU) and depth (the effort's deep_rerank_pool)
+  7. less of the deadline left than rerank.min_time_s -> skipped (the answer notes it: fused order)
+  8. otherwise rerank the head: the pool by device (GPU / CPU) and depth (the effort's deep_rerank_pool)
 
 What each effort implies is common.effort's table; this module only reads it.
 """
@@ -43,6 +44,7 @@ class RerankDecision:
     state: int = search_pb2.LEG_STATE_SKIPPED  # when not run: SKIPPED, or FAILED (the answer is degraded)
     reason: str = ""
     pool: int = 0
+    notice: str = ""  # what the answer must say about it (a rerank the deadline left no time for)
 
 
 def skipped(reason: str) -> RerankDecision:
@@ -70,8 +72,9 @@ def pool_bound(requested: bool | None, effort: int, cfg: RerankSettings) -> int:
 
 
 def decide_rerank(requested: bool | None, effort: int, cfg: RerankSettings, model: ModelInfo | None,
-                  unavailable: str = "", candidates: int = 0) -> RerankDecision:
-    """The whole decision; `model` None means it could not be asked (`unavailable` says why)."""
+                  unavailable: str = "", candidates: int = 0, time_left_s: float = float("inf")) -> RerankDecision:
+    """The whole decision; `model` None means it could not be asked (`unavailable` says why); `time_left_s`
+    is what the search's deadline leaves."""
     if (early := needs_model(requested, effort)) is not None:
         return early
     policy = effort_policy(effort)
@@ -89,5 +92,9 @@ def decide_rerank(requested: bool | None, effort: int, cfg: RerankSettings, mode
         pool = cfg.pool_cpu_deep if policy.deep_rerank_pool else cfg.pool_cpu
     if min(pool, candidates) < cfg.min_candidates:
         return skipped(f"fewer than {cfg.min_candidates} candidates")
+    if time_left_s < cfg.min_time_s:
+        why = f"deadline: {max(0.0, time_left_s) * 1000:.0f} ms left, rerank needs {cfg.min_time_s * 1000:.0f} ms"
+        return RerankDecision(False, search_pb2.LEG_STATE_SKIPPED, why,
+                              notice=f"rerank skipped ({why}): the answer is in fused order")
     return RerankDecision(True, search_pb2.LEG_STATE_OK, f"{model.name}: {min(pool, candidates)} candidates",
                           min(pool, candidates))

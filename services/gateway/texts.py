@@ -13,8 +13,17 @@ Several collections in one query keep every text: fan-out deduplicates their hit
 
 from __future__ import annotations
 
+import asyncio
+import time
+
+import grpc
+
 from hybridsearch.common.config import Settings
+from hybridsearch.common.validation import Refusal
+from hybridsearch.gateway.backends import Backends
+from hybridsearch.gateway.deadline import Deadline
 from hybridsearch.gateway.rerank_policy import pool_bound
+from hybridsearch.v1 import common_pb2
 
 MARGIN = 2  # texts down to twice the deepest rank the page or the rerank pool reads
 
@@ -26,3 +35,49 @@ def text_depth(plan, settings: Settings) -> int:
     reach = max(plan.offset + plan.top_k, pool_bound(plan.rerank_requested, plan.effort, settings.rerank))
     depth = MARGIN * reach
     return 0 if depth >= settings.leg_depth else depth
+
+
+class StoredTexts:
+    """Chunks read back from the stores: the vector leg's own passages ("#p<n>") from the vector store,
+    every other chunk from the BM25 store; one GetChunks call per (collection, store)."""
+
+    def __init__(self, settings: Settings, backends: Backends) -> None:
+        self.settings, self.backends = settings, backends
+
+    async def chunks(self, hits: list[tuple[str, str, str]],
+                     deadline: Deadline) -> dict[tuple[str, str], common_pb2.Chunk]:
+        """The stored chunks of these (collection, doc id, chunk id) by (collection, chunk id); Refusal when a
+        store cannot answer."""
+        wanted: dict[tuple[str, bool], set[str]] = {}
+        for collection, doc_id, chunk_id in hits:
+            passage = chunk_id.rpartition("#")[2].startswith("p")
+            wanted.setdefault((collection, passage), set()).add(doc_id)
+        stubs = {True: self.backends.vector, False: self.backends.bm25}
+        places = list(wanted)
+        calls = [stubs[passage].GetChunks(common_pb2.GetChunksRequest(collection=c, doc_ids=sorted(wanted[c, passage])),
+                                          timeout=deadline.left())
+                 for c, passage in places]
+        try:
+            answers = await asyncio.gather(*calls)
+        except grpc.aio.AioRpcError as err:
+            raise Refusal(f"the page's texts could not be read ({err.code().name}: {err.details()}); retry") from err
+        return {(c, chunk.chunk_id): chunk for (c, _), answer in zip(places, answers) for chunk in answer.chunks}
+
+    async def fill(self, plan, hits, pool, deadline: Deadline, report) -> None:
+        """Reads the texts of these fused hits that came from below the legs' text depth into `pool`; one that
+        cannot be read leaves its hit without a preview, noted."""
+        if not text_depth(plan, self.settings):  # every hit came with its text
+            return
+        missing = [h for h in hits if not pool.hit(h.chunk_id).text]
+        if not missing:
+            return
+        t = time.perf_counter()
+        try:
+            chunks = await self.chunks([(plan.collection, h.doc_id, h.chunk_id) for h in missing], deadline)
+        except Refusal as err:
+            report.notice(f"texts of {len(missing)} hits not shown: {err}")
+            return
+        for h in missing:
+            if (chunk := chunks.get((plan.collection, h.chunk_id))) is not None:
+                pool.fill(h.chunk_id, chunk)
+        report.timed("texts", t)

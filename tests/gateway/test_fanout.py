@@ -75,18 +75,20 @@ def run_fan_out(answers: dict[str, bool]):
     import asyncio
 
     from hybridsearch.gateway.fanout import fan_out
-    from hybridsearch.gateway.search import FAILED, OK, Trace
+    from hybridsearch.gateway.pool import Pool
+    from hybridsearch.gateway.report import FAILED, OK, Report
 
-    async def retrieve(part, trace):
+    async def retrieve(part, report):
         if not answers[part.collection]:
-            trace.leg("bm25", FAILED, "UNAVAILABLE: down")
+            report.leg("bm25", FAILED, "UNAVAILABLE: down")
             return None
-        trace.leg("bm25", OK, "tantivy")
-        return hits(f"{part.collection}-doc#0")
+        report.leg("bm25", OK, "tantivy")
+        return hits(f"{part.collection}-doc#0"), Pool()
 
     plan = plan_search(search_pb2.SearchRequest(query="q", collections=list(answers)), settings())
-    trace = Trace()
-    return asyncio.run(fan_out(plan, trace, retrieve, 10)), trace
+    report = Report()
+    found = asyncio.run(fan_out(plan, retrieve, report, 10))
+    return (found[0] if found else None), report
 
 
 def test_a_collection_without_answer_degrades_only_when_another_answered():

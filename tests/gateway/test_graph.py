@@ -10,8 +10,8 @@ from hybridsearch.common.collections import CollectionConfig
 from hybridsearch.common.config import Settings
 from hybridsearch.corpus import read_documents
 from hybridsearch.fusion.methods import FusionMethod, FusionParams, Item, Ranking, fuse
-from hybridsearch.gateway.graph import GraphLeg, expand, keep_chunks, seeds
-from hybridsearch.gateway.search import Trace
+from hybridsearch.gateway.graph import GraphLeg, keep_chunks, neighbours, seeds
+from hybridsearch.gateway.report import Report
 from hybridsearch.gateway.request import plan_search
 from hybridsearch.v1 import common_pb2, fusion_pb2, ingest_pb2, search_pb2, vector_pb2, vector_pb2_grpc
 
@@ -76,50 +76,51 @@ def test_the_leg_request_carries_seeds_query_filters_and_bound():
 
 class Plan:
     def __init__(self, graph: bool) -> None:
-        self.graph = graph
+        self.graph, self.query = graph, "q"
+
+
+class Runner:
+    """Stands in for gateway.legs.runner.LegRunner: records the leg it was asked to run, answers `answer`."""
+
+    def __init__(self, answer) -> None:
+        self.answer, self.calls = answer, []
+
+    async def run(self, leg, plan, queries, deadline, report):
+        self.calls.append(leg)
+        return self.answer(report)
 
 
 async def stage(graph: bool, answer):
-    """The stage with `answer` standing in for the gateway's leg call: it records what the call did."""
-    trace, calls = Trace(), []
+    report, runner = Report(), Runner(answer)
     fused = [fused_hit("a"), fused_hit("b", 2)]
-    refused = [fused_hit("b", 2), fused_hit("a")]
-
-    async def run(leg):
-        calls.append(leg)
-        answer(trace)
-
-    async def fuse_again():
-        calls.append("fuse")
-        return refused
-
-    out = await expand(Plan(graph), fused, Settings(), trace, run, fuse_again)
-    return out, fused, refused, trace, calls
+    out = await neighbours(Plan(graph), fused, Settings(), runner, None, report)
+    return out, report, runner.calls
 
 
 async def test_the_stage_is_skipped_when_off():
-    out, fused, _, trace, calls = await stage(False, lambda trace: None)
-    assert out is fused and calls == [] and trace.legs["graph"].reason == "off"
-    assert trace.legs["graph"].state == SKIPPED and not trace.degraded
+    out, report, calls = await stage(False, lambda report: None)
+    assert out is None and calls == [] and report.legs["graph"].reason == "off"
+    assert report.legs["graph"].state == SKIPPED and not report.degraded
 
 
-async def test_a_failed_graph_call_leaves_the_first_fusion_and_degrades():
-    out, fused, _, trace, calls = await stage(True, lambda trace: trace.leg("graph", FAILED, "deadline exceeded"))
-    assert out is fused and len(calls) == 1 and trace.degraded
+async def test_a_failed_graph_call_adds_no_list_and_degrades():
+    def failed(report):
+        report.leg("graph", FAILED, "deadline exceeded")
+
+    out, report, calls = await stage(True, failed)
+    assert out is None and len(calls) == 1 and report.degraded
     assert calls[0].seeds == ("a", "b") and calls[0].part == "graph"
-    assert [t.stage for t in trace.timings] == ["graph"]
 
 
-async def test_neighbours_fuse_again_with_chunks_kept():
-    def answer(trace):
-        trace.lists.append(common_pb2.RankedList(leg=GRAPH, hits=[
-            common_pb2.LegHit(doc_id="b", chunk_id="b#0", rank=1), common_pb2.LegHit(doc_id="c", chunk_id="c#0", rank=2)]))
-        trace.leg("graph", OK, "qdrant-edge links")
+async def test_neighbours_come_back_with_chunks_kept():
+    def answer(report):
+        report.leg("graph", OK, "qdrant-edge links")
+        return [common_pb2.RankedList(leg=GRAPH, hits=[
+            common_pb2.LegHit(doc_id="b", chunk_id="b#0", rank=1), common_pb2.LegHit(doc_id="c", chunk_id="c#0", rank=2)])]
 
-    out, _, refused, trace, calls = await stage(True, answer)
-    assert out is refused and calls[-1] == "fuse"
-    assert [h.chunk_id for h in trace.lists[0].hits] == ["b#2", "c#0"]
-    assert trace.legs["graph"].reason == "2 neighbours of 2 seeds (1 new, 1 already candidates); qdrant-edge links"
+    out, report, _ = await stage(True, answer)
+    assert [h.chunk_id for h in out.hits] == ["b#2", "c#0"]
+    assert report.legs["graph"].reason == "2 neighbours of 2 seeds (1 new, 1 already candidates); qdrant-edge links"
 
 
 # The stack: a linked corpus. ops/keys.md is what the query finds; it links to the runbook (Markdown,

@@ -1,0 +1,45 @@
+"""A later page: the first page's kept order (gateway.paging) from the token's offset, its previews built
+from the stored chunks; no leg, fusion or rerank runs again."""
+
+from __future__ import annotations
+
+import time
+
+from hybridsearch.bm25.analyzer import EnglishAnalyzer
+from hybridsearch.gateway.deadline import Deadline
+from hybridsearch.gateway.paging import Pager
+from hybridsearch.gateway.previews import counts_line, show, tag_distribution
+from hybridsearch.gateway.request import SearchPlan
+from hybridsearch.gateway.texts import StoredTexts
+from hybridsearch.v1 import search_pb2
+
+
+async def next_page(request: search_pb2.SearchRequest, plan: SearchPlan, pager: Pager, texts: StoredTexts,
+                    analyzer: EnglishAnalyzer, deadline: Deadline) -> search_pb2.SearchResponse:
+    started = time.perf_counter()
+    token, order = await pager.order(request)
+    hits = list(order.hits[token.offset : token.offset + plan.top_k])
+    home = [(h.collection or plan.collection, h.chunk_id) for h in hits]
+    chunks = await texts.chunks([(c, h.doc_id, h.chunk_id) for (c, _), h in zip(home, hits)], deadline)
+    tags = []
+    for rank, (hit, place) in enumerate(zip(hits, home), start=token.offset):
+        chunk = chunks.get(place)
+        if chunk and not hit.title:  # a hit kept from below the legs' text depth
+            hit.title = chunk.title
+        show(hit, plan.query, chunk.text if chunk else "", analyzer, rank, plan.effort)
+        tags.append(chunk.metadata.get(plan.config_of(hit.collection).tags_field, "") if chunk else "")
+    response = search_pb2.SearchResponse()
+    response.CopyFrom(order.head)
+    response.hits.extend(hits)
+    reranked = sum(h.reranked for h in order.hits)
+    response.counts.CopyFrom(search_pb2.ResultCounts(
+        reranked=reranked, candidates=order.head.total_candidates, returned=len(hits),
+        line=counts_line(reranked, order.head.total_candidates, len(hits))))
+    response.tag_counts.update(tag_distribution(tags))
+    if missing := [h.doc_id for h, place in zip(hits, home) if place not in chunks]:
+        response.notices.append(f"{len(missing)} hits of this page are no longer stored (deleted since): {missing[:5]}")
+    following = token.offset + plan.top_k
+    if following < len(order.hits):
+        response.next_page_token = pager.tokens.issue(token.order_id, following, token.digest)
+    response.took_ms = (time.perf_counter() - started) * 1000
+    return response

@@ -1,0 +1,76 @@
+"""The ranked lists one search works on, and the texts they brought.
+
+Fused hits travel without text (the fusion service reads ids, ranks and scores only): the gateway keeps
+each chunk's title, text and metadata from the first list that carried it, and reads the few the answer
+needs that came from below the legs' text depth from the stores (gateway.texts). With several
+collections (gateway.fanout) each collection has its own Pool and a MergedPool answers for the merged
+keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from hybridsearch.gateway.keys import split_key
+from hybridsearch.v1 import common_pb2
+
+EXPLAINED_HITS = 20  # hits of each list an explanation shows
+
+
+class Pool:
+    def __init__(self) -> None:
+        self.lists: list[common_pb2.RankedList] = []
+        self._hits: dict[str, common_pb2.LegHit] = {}
+
+    def add(self, lists: Iterable[common_pb2.RankedList]) -> None:
+        for rl in lists:
+            self.lists.append(rl)
+            for h in rl.hits:  # the first that came with its text (gateway.texts: lists trim theirs)
+                known = self._hits.get(h.chunk_id)
+                if known is None or (h.text and not known.text):
+                    self._hits[h.chunk_id] = h
+
+    def hit(self, chunk_id: str) -> common_pb2.LegHit:
+        """The leg hit (title, text, metadata) of a chunk; an empty one for a chunk no list brought."""
+        return self._hits.get(chunk_id) or common_pb2.LegHit()
+
+    def fill(self, chunk_id: str, chunk: common_pb2.Chunk) -> None:
+        """A text read from the store for a chunk whose lists carried none."""
+        hit = self._hits.setdefault(chunk_id, common_pb2.LegHit(chunk_id=chunk_id))
+        hit.title, hit.text = chunk.title, chunk.text
+
+    def lists_of(self, collection: str) -> list[common_pb2.RankedList]:
+        """The lists a collection's hits were fused from (the calibration's scale)."""
+        return self.lists
+
+    def explained(self) -> list[common_pb2.RankedList]:
+        return [_trimmed(rl) for rl in self.lists]
+
+
+class MergedPool:
+    """The pools of several collections, addressed by merged keys (gateway.fanout.key)."""
+
+    def __init__(self, parts: Mapping[str, Pool], primary: str) -> None:
+        self.parts, self.primary = dict(parts), primary
+
+    def hit(self, chunk_key: str) -> common_pb2.LegHit:
+        collection, chunk_id = split_key(chunk_key, self.primary)
+        return self.parts[collection].hit(chunk_id)
+
+    def fill(self, chunk_key: str, chunk: common_pb2.Chunk) -> None:
+        collection, chunk_id = split_key(chunk_key, self.primary)
+        self.parts[collection].fill(chunk_id, chunk)
+
+    def lists_of(self, collection: str) -> list[common_pb2.RankedList]:
+        return self.parts[collection].lists
+
+    def explained(self) -> list[common_pb2.RankedList]:
+        """Every collection's lists, each naming its collection in its query."""
+        return [_trimmed(rl, f" @{collection}") for collection, pool in self.parts.items() for rl in pool.lists]
+
+
+def _trimmed(rl: common_pb2.RankedList, suffix: str = "") -> common_pb2.RankedList:
+    out = common_pb2.RankedList(leg=rl.leg, kind=rl.kind, query=rl.query + suffix, weight=rl.weight)
+    out.hits.extend(common_pb2.LegHit(chunk_id=h.chunk_id, doc_id=h.doc_id, score=h.score, rank=h.rank)
+                    for h in rl.hits[:EXPLAINED_HITS])
+    return out

@@ -1,0 +1,130 @@
+"""The answer: the collections' boosts on the final scores, calibrated scores (gateway.calibration), the
+page with its previews and tag counts, the counts line and, on request, the explanation. Only the page
+is built: snippets and evidence for hits nobody will see would cost most of an answer. Later pages read
+the order as kept here (`Answer.order`, built by paging.Pager after the answer has gone)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hybridsearch.bm25.analyzer import EnglishAnalyzer
+from hybridsearch.common.config import Settings
+from hybridsearch.fusion.params import params_to_proto
+from hybridsearch.gateway.boosts import FUSION, RERANK, boost_final, capped, factors
+from hybridsearch.gateway.calibration import Scale, non_increasing, own_score, scale_of
+from hybridsearch.gateway.deadline import Deadline
+from hybridsearch.gateway.keys import split_key
+from hybridsearch.gateway.pool import Pool
+from hybridsearch.gateway.previews import counts_line, show, tag_distribution
+from hybridsearch.gateway.report import Report
+from hybridsearch.gateway.request import SearchPlan
+from hybridsearch.gateway.rerank import Reranked
+from hybridsearch.gateway.texts import StoredTexts
+from hybridsearch.reranker.blend import fusion_weight
+from hybridsearch.v1 import expansion_pb2, fusion_pb2, search_pb2
+
+EXPLAINED_ORDER = 100  # fused hits an explanation lists
+
+
+@dataclass
+class Answer:
+    response: search_pb2.SearchResponse
+    order: Callable[[int], list[search_pb2.SearchHit]]  # the first n hits in final order, for later pages
+    candidates: int
+
+
+class Responder:
+    def __init__(self, settings: Settings, texts: StoredTexts) -> None:
+        self.cfg, self.texts = settings.rerank, texts
+        # Highlights match the query's terms as BM25 analyses them (stemmed, without stopwords).
+        self.analyzer = EnglishAnalyzer(settings.bm25.stemmer, settings.bm25.stopwords)
+
+    async def respond(self, plan: SearchPlan, fused: list[fusion_pb2.FusedHit], reranked: Reranked, pool: Pool,
+                      deadline: Deadline, report: Report) -> Answer:
+        finals = reranked.final_scores(fused)
+        order = reranked.order
+        for collection, config in plan.configs():  # each collection's boosts on its own hits
+            def metadata(i: int, collection=collection):
+                mine = not plan.parts or split_key(fused[i].chunk_id, plan.collection)[0] == collection
+                return pool.hit(fused[i].chunk_id).metadata if mine else {}
+            order, applied = boost_final(finals, order, reranked.rerank, metadata, lambda i: fused[i].doc_id,
+                                         config.boosts, collection)
+            report.boosts += applied
+        scores = self.calibrated(plan, fused, reranked, order, pool)
+        kept = [i for i in order if scores[i] >= plan.min_score]
+
+        def hit(i: int) -> search_pb2.SearchHit:
+            f = fused[i]
+            collection, chunk_id = split_key(f.chunk_id, plan.collection)  # several collections: merged keys
+            return search_pb2.SearchHit(
+                doc_id=f.doc_id, chunk_id=chunk_id, title=pool.hit(f.chunk_id).title, score=scores[i],
+                blended_score=finals[i], fusion_score=f.normalized_score, rerank_score=reranked.rerank.get(i, 0.0),
+                reranked=i in reranked.rerank, collection=collection,
+                legs=[search_pb2.LegRank(leg=e.leg, kind=e.kind, rank=e.rank, score=e.score) for e in f.evidence],
+            )
+
+        shown = kept[plan.offset : plan.offset + plan.top_k]
+        await self.texts.fill(plan, [fused[i] for i in shown], pool, deadline, report)
+        page, tags = [], []
+        for rank, i in enumerate(shown, start=plan.offset):
+            leg_hit = pool.hit(fused[i].chunk_id)
+            page.append(hit(i))
+            show(page[-1], plan.query, leg_hit.text, self.analyzer, rank, plan.effort)
+            tags.append(leg_hit.metadata.get(plan.config_of(page[-1].collection).tags_field, ""))
+        reranked_n = len(reranked.rerank)
+        response = search_pb2.SearchResponse(
+            hits=page, legs=list(report.legs.values()), degraded=report.degraded, mode=plan.mode, effort=plan.effort,
+            total_candidates=len(kept), notices=report.notices, tag_counts=tag_distribution(tags),
+            counts=search_pb2.ResultCounts(reranked=reranked_n, candidates=len(kept), returned=len(page),
+                                           line=counts_line(reranked_n, len(kept), len(page))),
+            took_ms=(time.perf_counter() - report.started) * 1000,
+        )
+        if plan.explain:
+            response.explain.CopyFrom(explanation(plan, fused, reranked, pool, report))
+        return Answer(response, lambda n: [hit(i) for i in kept[:n]], len(kept))
+
+    def calibrated(self, plan: SearchPlan, fused: list[fusion_pb2.FusedHit], reranked: Reranked, order: list[int],
+                   pool: Pool) -> dict[int, float]:
+        """Each hit's calibrated score (gateway.calibration), measured on its own collection's scale with its
+        collection's boosts, shown non-increasing down the final order (which stays as it is)."""
+        scales: dict[str, Scale] = {}
+        own = []
+        for i in order:
+            collection = split_key(fused[i].chunk_id, plan.collection)[0]
+            part = plan.plan_of(collection)
+            if collection not in scales:
+                scales[collection] = scale_of(pool.lists_of(collection), part.fusion)
+            boosts = part.config.boosts
+            metadata = pool.hit(fused[i].chunk_id).metadata if boosts else {}
+            # A reranked answer's hit outside the pool: the reranked scale, no verification (gateway.calibration).
+            probability = reranked.rerank.get(i, 0.0 if reranked.rerank else None)
+            score = own_score(fused[i].evidence, scales[collection], probability,
+                              fusion_weight(i + 1, tuple(self.cfg.bands), self.cfg.tail_fusion_weight),
+                              math.prod(factors(metadata, boosts, FUSION)))
+            own.append(capped(score, factors(metadata, boosts, RERANK)) if i in reranked.rerank else score)
+        return dict(zip(order, non_increasing(own)))
+
+
+def explanation(plan: SearchPlan, fused: list[fusion_pb2.FusedHit], reranked: Reranked, pool: Pool,
+                report: Report) -> search_pb2.Explanation:
+    exp = report.expansion or expansion_pb2.ExpandResponse()
+    return search_pb2.Explanation(
+        lexical_variants=exp.lexical_variants, semantic_variants=exp.semantic_variants, hyde=exp.hyde,
+        expansion_generator=exp.generator, expansion_cache_hit=exp.cache_hit,
+        leg_lists=pool.explained(),
+        fusion_order=[explained_id(plan, f) for f in fused[:EXPLAINED_ORDER]],
+        rerank_scores={explained_id(plan, fused[i]): s for i, s in reranked.rerank.items()},
+        fusion=report.fusion_applied or params_to_proto(plan.fusion), timings=report.timings,
+        reranker_model=report.reranker_model, boosts=report.boosts,
+        query_language=exp.language, query_language_source=exp.language_source,
+        query_language_confidence=exp.language_confidence,
+    )
+
+
+def explained_id(plan: SearchPlan, hit: fusion_pb2.FusedHit) -> str:
+    """A fused hit as explain names it: its doc id, "collection/doc_id" when several collections are
+    searched (doc ids may repeat between them; collection names have no "/")."""
+    return f"{split_key(hit.chunk_id, plan.collection)[0]}/{hit.doc_id}" if plan.parts else hit.doc_id

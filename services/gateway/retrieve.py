@@ -1,0 +1,77 @@
+"""The retrieval stage of one collection: every leg of the registry the plan uses on the original query,
+and at the same time expansion, whose variant queries then run through the legs written for their kind.
+
+Each round is judged against its like by the straggler rule (gateway.legs.runner.Stragglers): the
+original calls together, and the variant calls together from when they start, so a variant round that
+begins seconds after the originals answered (THOROUGH waits for its LLM) is not cut for being "late".
+Variants start as soon as expansion answers, not after the original legs: the two query embeddings then
+share the cores. A leg whose original call has already failed runs no variants.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from hybridsearch.gateway.deadline import Deadline
+from hybridsearch.gateway.expander import Expander, variant_queries
+from hybridsearch.gateway.legs.protocol import RetrievalLeg
+from hybridsearch.gateway.legs.registry import LEGS
+from hybridsearch.gateway.legs.runner import LegRunner
+from hybridsearch.gateway.report import SKIPPED, Report
+from hybridsearch.gateway.request import SearchPlan
+from hybridsearch.v1 import common_pb2
+
+Lists = list[common_pb2.RankedList]
+
+
+async def retrieve(plan: SearchPlan, deadline: Deadline, runner: LegRunner, expander: Expander,
+                   report: Report) -> Lists | None:
+    """Every ranked list of the collection (originals in registry order, then the variants'), or None when
+    no leg answered its original query."""
+    used = [leg for leg in LEGS.values() if leg.used_by(plan)]
+    for leg in LEGS.values():
+        if leg not in used:
+            report.leg(leg.name, SKIPPED, leg.off)
+    original = [common_pb2.LegQuery(text=plan.query, kind=common_pb2.QUERY_KIND_ORIGINAL)]
+    t = time.perf_counter()
+    stragglers = runner.stragglers(len(used))
+    calls = {leg.name: asyncio.ensure_future(runner.run(leg, plan, original, deadline, report, stragglers=stragglers))
+             for leg in used}
+    try:
+        variants = await _variants(plan, used, calls, deadline, runner, expander, report)
+        originals = await asyncio.gather(*calls.values())
+    finally:
+        for call in calls.values():
+            call.cancel()
+        if stragglers is not None:
+            stragglers.close()
+    report.timed("retrieve+expand", t)
+    if all(lists is None for lists in originals):
+        return None
+    return [rl for lists in originals if lists for rl in lists] + variants
+
+
+async def _variants(plan: SearchPlan, used: list[RetrievalLeg], originals: dict[str, asyncio.Future],
+                    deadline: Deadline, runner: LegRunner, expander: Expander, report: Report) -> Lists:
+    """Expansion, then its variant queries through the legs they were written for, as one round."""
+    queries = variant_queries(await expander.expand(plan, deadline, report))
+    runs = [(leg, mine) for leg in used
+            if (mine := [q for q in queries if q.kind in leg.kinds]) and not _failed(originals[leg.name])]
+    if not runs:
+        return []
+    t = time.perf_counter()
+    stragglers = runner.stragglers(len(runs))
+    try:
+        answers = await asyncio.gather(*(runner.run(leg, plan, mine, deadline, report, variants=True,
+                                                    stragglers=stragglers) for leg, mine in runs))
+    finally:
+        if stragglers is not None:
+            stragglers.close()
+    report.timed("variants", t)
+    return [rl for lists in answers if lists for rl in lists]
+
+
+def _failed(call: asyncio.Future) -> bool:
+    """Whether a leg's original call has already ended without a list (still running: not failed)."""
+    return call.done() and not call.cancelled() and call.exception() is None and call.result() is None
