@@ -1,28 +1,34 @@
 """API keys at the gateway: a server interceptor that authenticates every public RPC and checks the key's
-rights on the request's collection before the servicer sees it.
+rights on every collection the request touches before the servicer sees it.
 
-- no key, a garbled one or an unknown one: UNAUTHENTICATED, with a message saying which;
-- a key without the right on the collection: PERMISSION_DENIED naming the collection and the operation.
-  The check runs before anything is read, so the answer is the same whether the collection exists or not;
+- no key, a garbled one, an unknown one, or more than one `authorization` header: UNAUTHENTICATED, with a
+  message saying which;
+- a key without the right on one of the request's collections: PERMISSION_DENIED naming that collection
+  and the operation. The check runs before anything is read, so the answer is the same whether the
+  collection exists or not;
+- a collection name that is no collection name: INVALID_ARGUMENT (validation.check_collection's message);
 - health checking and reflection are not public services of ours: they stay open (probes, grpcurl);
-- a public method without a rule in METHOD_OPERATIONS is refused (fail closed), as is every call while the
-  keys file cannot be read.
+- a public method without a rule in METHOD_OPERATIONS, or whose request message has no entry in
+  scope.SCOPE, is refused (fail closed), as is every call while the keys file cannot be read.
 
-Search, Stats, Upsert, UpsertStream and Delete each name exactly one collection (every message of a
-stream is checked), and no RPC lists collections, so there is no output to filter. Keys never reach a
-log: refusals are logged with the key's id only (docs/security.md).
+Which collections a request touches is scope.collections_of's answer, from one table (scope.SCOPE):
+`collection` (empty: `default`, unless `collections` is set), every name in `collections`, and the
+collections a `page_token`'s first page searched. Every message of a stream is checked. No RPC lists
+collections, so once each touched collection is authorized there is no output to filter. Keys never
+reach a log: refusals are logged with the key's id only (docs/security.md).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
 import grpc
 
 from hybridsearch.common.apikeys import AuthError, KeyEntry, KeyFileError, KeyStore, Operation, authenticate, authorize
 from hybridsearch.common.config import Settings
-from hybridsearch.common.validation import InvalidArgument, check_collection
+from hybridsearch.common.validation import InvalidArgument
+from hybridsearch.gateway.scope import Unscoped, collections_of
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +83,8 @@ class ApiKeyInterceptor(grpc.aio.ServerInterceptor):
         if handler is None or not method.startswith(PUBLIC_SERVICES):
             return handler
         short = method.rsplit("/", 1)[-1]
-        metadata = dict(handler_call_details.invocation_metadata or ())
         try:
-            entry = authenticate(self.store.entries(), metadata.get("authorization"))
+            entry = authenticate(self.store.entries(), authorization(handler_call_details.invocation_metadata or ()))
         except AuthError as err:
             log.info("%s refused: %s", short, err)
             return _refused(handler, CODES[err.code], str(err))
@@ -106,17 +111,44 @@ def _refused(handler: grpc.RpcMethodHandler, code: grpc.StatusCode, message: str
                    response_serializer=handler.response_serializer)
 
 
+def authorization(metadata: Iterable[tuple[str, str | bytes]]) -> str | None:
+    """The call's one `authorization` value (None: none sent); AuthError when it sends several, which
+    would leave the key that counts to whichever the server happened to read."""
+    values = [value for key, value in metadata if key.lower() == "authorization"]
+    if len(values) > 1:
+        raise AuthError("unauthenticated", f"more than one authorization header ({len(values)}): "
+                                           "send exactly one 'authorization: Bearer <key>'")
+    return values[0] if values else None
+
+
+Denial = tuple[grpc.StatusCode, str]  # the status a call is refused with, and its message
+
+
+def refusal(entry: KeyEntry, operation: Operation, request: object) -> Denial | None:
+    """Why `entry` may not do `operation` with `request` (the status and its message), None when it may:
+    every collection the request touches is checked (scope.collections_of), the first refused one named."""
+    try:
+        names = collections_of(request)
+    except InvalidArgument as err:
+        return grpc.StatusCode.INVALID_ARGUMENT, str(err)
+    except Unscoped as err:
+        return grpc.StatusCode.PERMISSION_DENIED, f"{err}: refused (fail closed)"
+    for name in names:
+        try:
+            authorize(entry, operation, name)
+        except AuthError as err:
+            return grpc.StatusCode.PERMISSION_DENIED, str(err)
+    return None
+
+
 def _collection_check(entry: KeyEntry, operation: Operation, short: str) -> Check:
     async def check(request, context: grpc.aio.ServicerContext) -> None:
-        try:
-            collection = check_collection(request.collection)
-        except InvalidArgument as err:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
-        try:
-            authorize(entry, operation, collection)
-        except AuthError as err:
-            log.info("%s refused: %s", short, err)
-            await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(err))
+        refused = refusal(entry, operation, request)
+        if refused is not None:
+            code, message = refused
+            if code == grpc.StatusCode.PERMISSION_DENIED:
+                log.info("%s refused: %s", short, message)
+            await context.abort(code, message)
 
     return check
 

@@ -6,10 +6,18 @@ from the stored order instead of running the query again, so a write, a fallback
 between two pages can neither repeat nor skip a hit while the token lives.
 
 A token is `base64url(payload).base64url(HMAC-SHA256(secret, payload)[:16])`; the payload names the
-stored order, the offset of the page it asks for, the query it belongs to (a digest of the request's
-query, collection and options) and when it expires. A token that was altered, belongs to another query,
-or outlived its order is INVALID_ARGUMENT with a message saying which; nothing in a token is trusted
-without its signature.
+stored order, the offset of the page it asks for, the query it belongs to (request_digest: the collections
+the first page searched, in clear, and a hash of the request's query, collections and options) and when it
+expires. A token that was altered, belongs to another query, or outlived its order is INVALID_ARGUMENT
+with a message saying which; nothing in a token is trusted without its signature.
+
+The gateway's access check (gateway/scope.py) reads the collections a token names WITHOUT the secret
+(token_collections): it authorizes them before the servicer runs, so another tenant's token is
+PERMISSION_DENIED naming its collection. Unverified names can only add refusals: the servicer still
+checks the signature and that the token's digest (collections included) is the request's own.
+
+Version 2 put the collections into the digest; a token of version 1 (issued before, at most ttl_s ago) is
+refused with "page_token version 1 is not understood; run the search again".
 """
 
 from __future__ import annotations
@@ -29,14 +37,15 @@ import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from hybridsearch.common.config import Settings
-from hybridsearch.common.validation import InvalidArgument, Refusal
+from hybridsearch.common.validation import InvalidArgument, Refusal, check_collection
 from hybridsearch.v1 import search_pb2
 
 log = logging.getLogger(__name__)
 
-TOKEN_VERSION = 1
+TOKEN_VERSION = 2  # 2: the digest names the collections searched (version 1 tokens are refused)
 SENT_WAIT_S = 1.0  # the stored order is built once the first page is sent, or after this long at the latest
-MAX_TOKEN_CHARS = 512
+# A payload naming MAX_COLLECTIONS (8) collections of 63 characters is ~600 bytes, ~800 in base64.
+MAX_TOKEN_CHARS = 1024
 KEY_PREFIX = "hybridsearch:page:"
 
 
@@ -48,15 +57,52 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
+def searched_collections(request: search_pb2.SearchRequest) -> tuple[str, ...]:
+    """The collections a (validated) search reads: its `collections`, else its `collection` (empty: default)."""
+    return tuple(request.collections) or (check_collection(request.collection),)
+
+
 def request_digest(request: search_pb2.SearchRequest) -> str:
-    """What makes two requests the same query for paging: everything but the page's own position."""
+    """What makes two requests the same query for paging: everything but the page's own position, as
+    `<collection>,<collection>...:<hash>`: the collections searched in clear (digest_collections reads
+    them), the hash over the whole request (collections included)."""
     shape = search_pb2.SearchRequest()
     shape.CopyFrom(request)
     shape.ClearField("offset")
     shape.ClearField("page_token")
     shape.ClearField("top_k")
     shape.ClearField("explain")
-    return hashlib.sha256(shape.SerializeToString(deterministic=True)).hexdigest()[:24]
+    digest = hashlib.sha256(shape.SerializeToString(deterministic=True)).hexdigest()[:24]
+    return f"{','.join(searched_collections(request))}:{digest}"
+
+
+def digest_collections(digest: str) -> tuple[str, ...]:
+    """The collections a request_digest names (collection names hold neither ',' nor ':')."""
+    names, sep, _ = digest.rpartition(":")
+    return tuple(names.split(",")) if sep else ()
+
+
+def _payload(token: str) -> tuple[bytes, bytes]:
+    """A token's payload and signature, unchecked; InvalidArgument when it is not shaped as a token."""
+    if len(token) > MAX_TOKEN_CHARS or token.count(".") != 1:
+        raise InvalidArgument("page_token is not a page token of this service")
+    body, signature = token.split(".")
+    try:
+        return _unb64(body), _unb64(signature)
+    except (ValueError, UnicodeEncodeError):
+        raise InvalidArgument("page_token is not a page token of this service") from None
+
+
+def token_collections(token: str) -> tuple[str, ...]:
+    """The collections a page token names, read WITHOUT checking its signature: for the access check,
+    which has no secret and may only add refusals with them. A token that cannot be read names none
+    (PageTokens.check then refuses it); the names are as written, not validated."""
+    try:
+        fields = json.loads(_payload(token)[0])
+    except (InvalidArgument, ValueError, RecursionError):  # ValueError: JSONDecodeError, UnicodeDecodeError
+        return ()  # RecursionError: deeply nested JSON, which only a forged token holds
+    digest = fields.get("d") if isinstance(fields, dict) else None
+    return digest_collections(digest) if isinstance(digest, str) else ()
 
 
 @dataclass(frozen=True)
@@ -65,6 +111,11 @@ class PageToken:
     offset: int     # the first hit of the page this token asks for
     digest: str     # request_digest of the query it belongs to
     expires: float  # epoch seconds
+
+    @property
+    def collections(self) -> tuple[str, ...]:
+        """The collections the first page searched (a later page's token carries them on in its digest)."""
+        return digest_collections(self.digest)
 
 
 class PageTokens:
@@ -89,13 +140,7 @@ class PageTokens:
 
     def check(self, token: str, digest: str, now: float | None = None) -> PageToken:
         """The token's contents, or InvalidArgument saying what is wrong with it."""
-        if len(token) > MAX_TOKEN_CHARS or token.count(".") != 1:
-            raise InvalidArgument("page_token is not a page token of this service")
-        body, signature = token.split(".")
-        try:
-            payload, mac = _unb64(body), _unb64(signature)
-        except (ValueError, UnicodeEncodeError):
-            raise InvalidArgument("page_token is not a page token of this service") from None
+        payload, mac = _payload(token)
         if not hmac.compare_digest(mac, self._sign(payload)):
             raise InvalidArgument("page_token was altered or issued by another deployment (its signature does not match)")
         fields = json.loads(payload)

@@ -1,11 +1,18 @@
-"""Page tokens: signed, bound to their query, expiring; each failure a clear INVALID_ARGUMENT."""
+"""Page tokens: signed, bound to their query and its collections, expiring; each failure a clear
+INVALID_ARGUMENT."""
 
 from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
 
 import pytest
 
 from hybridsearch.common.validation import InvalidArgument
-from hybridsearch.gateway.paging import PageTokens, request_digest
+from hybridsearch.gateway.paging import MAX_TOKEN_CHARS, PageTokens, request_digest, token_collections
+from hybridsearch.gateway.request import MAX_COLLECTIONS
 from hybridsearch.v1 import search_pb2
 
 TOKENS = PageTokens(b"s" * 32, ttl_s=600)
@@ -62,3 +69,52 @@ def test_token_of_another_query_is_refused():
 def test_short_secret_is_refused():
     with pytest.raises(ValueError, match="16 bytes"):
         PageTokens(b"short", ttl_s=10)
+
+
+def test_a_token_names_the_collections_its_first_page_searched():
+    token = TOKENS.issue("abc123", 10, DIGEST, now=1000.0)
+    assert TOKENS.check(token, DIGEST, now=1001.0).collections == ("docs",)
+    assert token_collections(token) == ("docs",)  # without the secret
+    several = search_pb2.SearchRequest(query="rank fusion", collections=["pa-docs", "pb-docs"])
+    assert token_collections(TOKENS.issue("abc123", 10, request_digest(several))) == ("pa-docs", "pb-docs")
+    empty = search_pb2.SearchRequest(query="rank fusion")
+    assert token_collections(TOKENS.issue("abc123", 10, request_digest(empty))) == ("default",)
+
+
+def test_a_later_pages_token_carries_the_collections_on():
+    """search.py issues the next page's token from the checked one (order id, offset, digest): the
+    collections travel in the digest."""
+    first = TOKENS.check(TOKENS.issue("abc123", 10, DIGEST, now=1000.0), DIGEST, now=1001.0)
+    later = TOKENS.issue(first.order_id, 20, first.digest, now=1001.0)
+    assert token_collections(later) == ("docs",) and TOKENS.check(later, DIGEST, now=1002.0).offset == 20
+
+
+def test_the_same_query_on_other_collections_is_another_query():
+    mine = search_pb2.SearchRequest(query="rank fusion", collections=["pa-docs", "pb-docs"])
+    reordered = search_pb2.SearchRequest(query="rank fusion", collections=["pb-docs", "pa-docs"])
+    token = TOKENS.issue("abc123", 10, request_digest(mine), now=1000.0)
+    with pytest.raises(InvalidArgument, match="another query"):
+        TOKENS.check(token, request_digest(reordered), now=1001.0)
+
+
+def test_unreadable_tokens_name_no_collection():
+    deep = base64.urlsafe_b64encode(b"[" * 700).rstrip(b"=").decode() + ".AAAA"  # deeply nested JSON
+    for garbled in ("", "nonsense", "a.b.c", "€.x", "x" * 2000, "e30.AAAA", "bnVsbA.AAAA", deep):  # {} and null
+        assert token_collections(garbled) == ()
+
+
+def test_a_token_of_version_1_is_refused_clearly():
+    payload = json.dumps({"v": 1, "id": "abc123", "o": 10, "d": "0" * 24, "e": 1600}, separators=(",", ":")).encode()
+    b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()  # noqa: E731
+    token = f"{b64(payload)}.{b64(hmac.new(b's' * 32, payload, hashlib.sha256).digest()[:16])}"
+    assert token_collections(token) == ()  # it names none: the request's own collections are checked
+    with pytest.raises(InvalidArgument, match="version 1 is not understood; run the search again"):
+        TOKENS.check(token, DIGEST, now=1001.0)
+
+
+def test_a_token_of_the_most_and_longest_collections_fits():
+    names = [f"{i}" + "c" * 62 for i in range(MAX_COLLECTIONS)]
+    request = search_pb2.SearchRequest(query="rank fusion", collections=names)
+    token = TOKENS.issue("0" * 24, 990, request_digest(request), now=1e10)
+    assert len(token) <= MAX_TOKEN_CHARS
+    assert TOKENS.check(token, request_digest(request), now=1e10).collections == tuple(names)

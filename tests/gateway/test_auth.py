@@ -1,0 +1,138 @@
+"""The gateway's API-key interceptor (gateway/auth.py) in a real gRPC server on loopback, with servicers
+that only record what reached them: one key, every collection a request touches, every message of a
+stream. tests/gateway/test_access.py and test_tenant_isolation.py run the same checks on the whole stack."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from hybridsearch.common.apikeys import AuthError, KeyStore, create_key, parse_entry
+from hybridsearch.gateway.auth import ApiKeyInterceptor, authorization, refusal
+from hybridsearch.gateway.paging import PageTokens, request_digest
+from hybridsearch.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
+
+DENIED, UNAUTH, INVALID = (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED,
+                           grpc.StatusCode.INVALID_ARGUMENT)
+TENANT_A = parse_entry({"id": "0000000a", "tenant": "team-a", "sha256": "a" * 64, "read": ["pa-*"],
+                        "write": ["pa-docs"]}, "test")
+
+
+def test_one_authorization_header_is_read_and_two_are_refused():
+    assert authorization([("user-agent", "x"), ("authorization", "Bearer k")]) == "Bearer k"
+    assert authorization([]) is None
+    with pytest.raises(AuthError, match="more than one authorization header") as err:
+        authorization([("authorization", "Bearer k1"), ("Authorization", "Bearer k2")])
+    assert err.value.code == "unauthenticated" and "k1" not in str(err.value)
+
+
+@pytest.mark.parametrize("operation, request_, answer", [
+    ("read", search_pb2.SearchRequest(collection="pa-docs"), None),
+    ("read", search_pb2.SearchRequest(collections=["pa-docs", "pa-wiki"]), None),
+    ("read", search_pb2.SearchRequest(collection="pa-docs", collections=["pa-docs", "pb-secret"]),
+     (DENIED, "may not read collection 'pb-secret'")),
+    ("read", search_pb2.SearchRequest(collections=["pb-secret", "pa-docs"]),
+     (DENIED, "may not read collection 'pb-secret'")),
+    ("read", search_pb2.SearchRequest(query="q"), (DENIED, "may not read collection 'default'")),
+    ("read", search_pb2.SearchRequest(collection="pa-docs", collections=["pa-docs", "Bad"]),
+     (INVALID, "'Bad' is invalid")),
+    ("write", ingest_pb2.UpsertRequest(collection="pa-docs"), None),
+    ("write", ingest_pb2.UpsertRequest(collection="pa-wiki"), (DENIED, "may not write collection 'pa-wiki'")),
+    ("write", ingest_pb2.DeleteRequest(collection="pb-secret"), (DENIED, "may not write collection 'pb-secret'")),
+    ("read", ingest_pb2.StatsRequest(collection="pb-secret"), (DENIED, "may not read collection 'pb-secret'")),
+    ("read", search_pb2.SearchHit(collection="pa-docs"),
+     (DENIED, "no collection rule for hybridsearch.v1.SearchHit")),
+])
+def test_refusal_names_the_first_refused_collection(operation, request_, answer):
+    got = refusal(TENANT_A, operation, request_)
+    if answer is None:
+        assert got is None
+    else:
+        assert got is not None and got[0] == answer[0] and answer[1] in got[1], got
+
+
+class Recorder(search_pb2_grpc.SearchServiceServicer, ingest_pb2_grpc.IngestServiceServicer):
+    """What reached the servicers."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    async def Search(self, request, context):
+        self.seen.append(f"search:{request.collection}:{','.join(request.collections)}")
+        return search_pb2.SearchResponse()
+
+    async def UpsertStream(self, requests, context):
+        async for request in requests:
+            self.seen.append(f"upsert:{request.collection}")
+        return ingest_pb2.UpsertResponse()
+
+
+@pytest.fixture
+async def gateway(tmp_path):
+    keys_file = tmp_path / "keys.yaml"
+    a, _ = create_key(keys_file, "team-a", ["pa-*"], ["pa-docs"])
+    b, _ = create_key(keys_file, "team-b", ["pb-*"], ["pb-secret"])
+    server = grpc.aio.server(interceptors=[ApiKeyInterceptor(KeyStore(keys_file))])
+    recorder = Recorder()
+    search_pb2_grpc.add_SearchServiceServicer_to_server(recorder, server)
+    ingest_pb2_grpc.add_IngestServiceServicer_to_server(recorder, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    yield {"a": a, "b": b, "recorder": recorder, "search": search_pb2_grpc.SearchServiceStub(channel),
+           "ingest": ingest_pb2_grpc.IngestServiceStub(channel)}
+    await channel.close()
+    await server.stop(0)
+
+
+def bearer(*keys: str) -> tuple[tuple[str, str], ...]:
+    return tuple(("authorization", f"Bearer {key}") for key in keys)
+
+
+async def refused(call) -> tuple[grpc.StatusCode, str]:
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await call
+    return err.value.code(), err.value.details()
+
+
+async def test_the_bug_request_is_refused_before_the_servicer(gateway):
+    request = search_pb2.SearchRequest(query="q", collection="pa-docs", collections=["pa-docs", "pb-secret"])
+    code, details = await refused(gateway["search"].Search(request, metadata=bearer(gateway["a"]), timeout=10))
+    assert code == DENIED and "may not read collection 'pb-secret'" in details
+    own = search_pb2.SearchRequest(query="q", collections=["pa-docs", "pa-wiki"])
+    await gateway["search"].Search(own, metadata=bearer(gateway["a"]), timeout=10)
+    assert gateway["recorder"].seen == ["search::pa-docs,pa-wiki"]
+
+
+async def test_another_tenants_page_token_is_refused(gateway):
+    b_token = PageTokens(b"k" * 32, 600).issue("o", 10, request_digest(
+        search_pb2.SearchRequest(query="q", collection="pb-secret")))
+    request = search_pb2.SearchRequest(query="q", collection="pa-docs", page_token=b_token)
+    code, details = await refused(gateway["search"].Search(request, metadata=bearer(gateway["a"]), timeout=10))
+    assert code == DENIED and "may not read collection 'pb-secret'" in details
+    assert gateway["recorder"].seen == []
+
+
+async def test_two_authorization_headers_are_unauthenticated(gateway):
+    request = search_pb2.SearchRequest(query="q", collection="pb-secret")
+    for keys in ((gateway["a"], gateway["b"]), (gateway["b"], gateway["b"]), (gateway["b"], "not-a-key")):
+        code, details = await refused(gateway["search"].Search(request, metadata=bearer(*keys), timeout=10))
+        assert code == UNAUTH and "more than one authorization header" in details
+    assert gateway["recorder"].seen == []
+
+
+async def test_every_message_of_a_stream_is_checked(gateway):
+    async def batches():
+        yield ingest_pb2.UpsertRequest(collection="pb-secret")
+        yield ingest_pb2.UpsertRequest(collection="pa-docs")
+
+    stream = gateway["ingest"].UpsertStream(batches(), metadata=bearer(gateway["b"]), timeout=10)
+    code, details = await refused(stream)
+    assert code == DENIED and "may not write collection 'pa-docs'" in details
+    assert gateway["recorder"].seen == ["upsert:pb-secret"]
+
+
+async def test_an_invalid_name_is_an_invalid_argument(gateway):
+    request = search_pb2.SearchRequest(query="q", collections=["pa-docs", "NOT valid"])
+    code, details = await refused(gateway["search"].Search(request, metadata=bearer(gateway["a"]), timeout=10))
+    assert code == INVALID and "'NOT valid' is invalid" in details
