@@ -88,7 +88,7 @@ def module_level_imports(source: str) -> set[str]:
 def test_the_tools_extra_is_mapped_and_not_in_the_core():
     tools = tools_only()
     assert {"ranx", "hdrhistogram", "matplotlib", "threadpoolctl"} <= tools
-    assert tools == names(PROJECT["optional-dependencies"]["tools"]), "a tools package is also a core dependency"
+    assert tools == names(PROJECT["optional-dependencies"]["tools"]), "a tools package is a core one too"
     assert tools == set(IMPORT_NAMES), "every package of the tools extra needs its import names here"
 
 
@@ -118,7 +118,8 @@ def test_no_serving_module_imports_a_tools_package(path):
 def test_the_check_can_fail():
     """Tooling does import the tools packages at module level, and the walk tells lazy from eager imports."""
     assert "ranx" in module_level_imports((SERVICES / "tools" / "bench.py").read_text())
-    assert "hdrh.histogram" in module_level_imports((SERVICES / "tools" / "perf" / "load" / "recorder.py").read_text())
+    recorder = SERVICES / "tools" / "perf" / "load" / "recorder.py"
+    assert "hdrh.histogram" in module_level_imports(recorder.read_text())
     source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import ranx\n"
               "try:\n    import matplotlib\nexcept ImportError:\n    pass\n"
               "class A:\n    from hdrh import histogram\n"
@@ -143,10 +144,11 @@ tmp = Path(tempfile.mkdtemp())
 (tmp / "bench.json").write_text("{}")
 runs = {}
 for args in (["--help"], ["serve", "--help"], ["doctor", "--help"], ["query", "--help"], ["index", "--help"],
-             ["loadtest", "--help"], ["bench-report", str(tmp / "bench.json")], ["dashboards", "--out", str(tmp)],
-             ["loadtest", "--address", "127.0.0.1:1"]):
+             ["loadtest", "--help"], ["bench-report", str(tmp / "bench.json")],
+             ["dashboards", "--out", str(tmp)], ["loadtest", "--address", "127.0.0.1:1"]):
     result = CliRunner().invoke(app, args)
-    runs[" ".join(args[:1] if len(args) > 1 and args[1] != "--help" else args)] = [result.exit_code, result.output]
+    name = " ".join(args[:1] if len(args) > 1 and args[1] != "--help" else args)
+    runs[name] = [result.exit_code, result.output]
 print(json.dumps(runs))
 """
 

@@ -51,8 +51,8 @@ def tool_imports(command: str) -> Iterator[None]:
         top = (err.name or "").partition(".")[0]
         if top not in TOOLS_EXTRA:
             raise
-        console.print(f"[red]hybridsearch {command} needs {TOOLS_EXTRA[top]}[/], which only the tools extra installs:\n"
-                      f"  {escape(INSTALL_TOOLS)}", soft_wrap=True)
+        console.print(f"[red]hybridsearch {command} needs {TOOLS_EXTRA[top]}[/], which only the tools extra "
+                      f"installs:\n  {escape(INSTALL_TOOLS)}", soft_wrap=True)
         raise typer.Exit(2) from None
 
 
