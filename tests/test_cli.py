@@ -1,5 +1,5 @@
 """`hybridsearch query`: GNO's flags, each shown working through the real stack; filter parsing and
-highlight markup as units."""
+highlight markup as units; the commands' names and help panels, and the tools-extra guard."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 import typer
 from stacks import client_environment
 
-from hybridsearch.cli import SAMPLE_CORPUS, highlighted, parse_filters
+from hybridsearch.cli import SAMPLE_CORPUS, app, highlighted, parse_filters
+from hybridsearch.cli.base import tool_imports
 from hybridsearch.client import Not, document
 from hybridsearch.corpus import read_folder
 from hybridsearch.v1 import search_pb2
@@ -32,6 +33,48 @@ def test_highlighted_markup_escapes_text():
     snippet = "rank [fusion] ranks"
     spans = [search_pb2.Highlight(start=0, end=4), search_pb2.Highlight(start=14, end=19)]
     assert highlighted(snippet, spans) == "[bold yellow]rank[/] \\[fusion] [bold yellow]ranks[/]"
+
+
+# Every command by its help panel; names are what the Makefile, docs, tests and scripts call.
+PANELS = {
+    "Serve": ["serve", "run-demo", "export-models", "install-llm", "triton-repository"],
+    "Search and index": ["index", "query"],
+    "Operate": ["doctor", "reconcile", "certs", "keys"],
+    "Developer tools": ["bench", "bench-report", "levers", "tune", "train-reranker", "loadtest", "speed",
+                        "scale-corpus", "bm25-scale", "store-probe", "dashboards"],
+}
+
+
+def test_every_command_keeps_its_name_under_its_panel():
+    group = typer.main.get_command(app)
+    assert {name: cmd.rich_help_panel for name, cmd in group.commands.items()} == {
+        name: panel for panel, names in PANELS.items() for name in names}
+    assert list(group.commands["keys"].commands) == ["create"]
+
+
+def test_help_shows_serving_and_operations_before_the_tools():
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    places = [result.output.index(f"─ {panel} ─") for panel in PANELS]
+    assert places == sorted(places)
+    assert "pip install 'hybridsearch[tools]'" in result.output
+
+
+def test_tool_imports_turns_a_missing_tools_package_into_the_install_line(capsys):
+    with pytest.raises(typer.Exit) as exit_:
+        with tool_imports("bench"):
+            raise ModuleNotFoundError("No module named 'ranx'", name="ranx")
+    assert exit_.value.exit_code == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "hybridsearch bench needs ranx" in err and "pip install 'hybridsearch[tools]'" in err
+
+
+def test_tool_imports_leaves_other_missing_modules_alone():
+    with pytest.raises(ModuleNotFoundError):
+        with tool_imports("train-reranker"):
+            raise ModuleNotFoundError("No module named 'torch'", name="torch")
 
 
 @pytest.fixture(scope="module")

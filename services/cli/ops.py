@@ -1,0 +1,97 @@
+"""Operate: what is up, drift between the stores, API keys and TLS certificates."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from hybridsearch.cli.base import OPERATE, app, console, split_csv
+from hybridsearch.common.config import get_settings
+
+
+@app.command(rich_help_panel=OPERATE)
+def doctor():
+    """What is up: every service, its engine and models, Redis, Triton."""
+    from hybridsearch.doctor import run_doctor
+
+    raise typer.Exit(run_doctor(Console()))
+
+
+@app.command(rich_help_panel=OPERATE)
+def reconcile(
+    collections: Annotated[list[str], typer.Option("--collection", "-c", help="a collection to reconcile (repeat)")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="report the drift, repair nothing")] = False,
+    json_out: Annotated[Optional[Path], typer.Option("--json-out")] = None,
+):
+    """Find and repair drift between the BM25 and vector stores from their content hashes (hybridsearch.reconcile)."""
+    from hybridsearch.reconcile.run import Reconciler
+
+    async def run() -> list[dict]:
+        reconciler = Reconciler(get_settings())
+        try:
+            return [(await reconciler.run(c, dry_run)).row() for c in collections]
+        finally:
+            await reconciler.close()
+
+    rows = asyncio.run(run())
+    table = Table(title="reconcile" + (" (dry run)" if dry_run else ""))
+    for col in ("collection", "bm25 docs", "vector docs", "missing", "diverged", "torn", "consistent", "repaired", "re-ingest"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        f = r["found"]
+        table.add_row(r["collection"], str(r["documents"]["bm25"]), str(r["documents"]["vector"]), str(f["missing"]),
+                      str(f["diverged"]), str(f["torn"]), str(f["consistent"]), str(r["repaired"]), str(r["reingest_count"]))
+    console.print(table)
+    if json_out:
+        json_out.write_text(json.dumps(rows, indent=2))
+    if any(r["reingest_count"] for r in rows):
+        raise typer.Exit(3)
+
+
+keys_app = typer.Typer(help="API keys per tenant (docs/security.md)", no_args_is_help=True)
+app.add_typer(keys_app, name="keys", rich_help_panel=OPERATE)
+
+
+@keys_app.command("create")
+def keys_create(
+    tenant: Annotated[str, typer.Option(help="tenant name")],
+    read: Annotated[str, typer.Option(help="collections it may read: names or prefix* patterns, comma-separated")] = "",
+    write: Annotated[str, typer.Option(help="collections it may write (upsert, delete), same form")] = "",
+    admin: Annotated[bool, typer.Option("--admin", help="every operation on every collection")] = False,
+    keys_file: Annotated[Optional[Path], typer.Option(help="default: auth.keys_file, else DATA_DIR/auth/keys.yaml")] = None,
+):
+    """Make a random API key, append its sha256 to the keys file and print the key (shown only this once)."""
+    from hybridsearch.common.apikeys import KEYS_FILE, KeyFileError, create_key, local_auth_dir
+
+    settings = get_settings()
+    path = keys_file or settings.auth.keys_file or local_auth_dir(settings.data_dir) / KEYS_FILE
+    try:
+        key, entry = create_key(path, tenant, split_csv(read), split_csv(write), role="admin" if admin else "tenant")
+    except KeyFileError as err:
+        console.print(f"[red]{err}[/]")
+        raise typer.Exit(2) from None
+    rights = "admin: everything" if admin else f"read {list(entry.read)} write {list(entry.write)}"
+    console.print(f"key {entry.id} for tenant {entry.tenant!r} ({rights}) added to {path}; "
+                  "it is printed once, below, and stored only as a hash")
+    print(key)
+
+
+@app.command(rich_help_panel=OPERATE)
+def certs(
+    out: Annotated[Optional[Path], typer.Option(help="default: DATA_DIR/tls")] = None,
+    dns: Annotated[str, typer.Option(help="extra DNS names for the server certificate, comma-separated")] = "",
+    ip: Annotated[str, typer.Option(help="extra IP addresses for the server certificate, comma-separated")] = "",
+):
+    """A local CA, a server certificate (localhost, 127.0.0.1, the service names) and an internal client
+    certificate, for HYBRIDSEARCH_TLS__ENABLED=true (docs/security.md). Replaces what is there."""
+    from hybridsearch.common.tls import local_tls_dir, make_certificates
+
+    folder = out or local_tls_dir(get_settings().data_dir)
+    for path in make_certificates(folder, split_csv(dns), split_csv(ip)):
+        console.print(f"  {path}")

@@ -1,0 +1,223 @@
+"""Developer tools for performance: the load generator, sequential latency, scale corpora and store probes,
+the Grafana dashboards. Their heavy modules are imported inside each command, under tool_imports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from hybridsearch.cli.base import TOOLS, app, console, gateway_client, progress_bar, tool_imports
+from hybridsearch.common.config import get_settings
+
+
+@app.command(rich_help_panel=TOOLS)
+def loadtest(
+    mode: Annotated[str, typer.Argument(help="open | closed | ramp | mixed (queries alone, then while writing)")] = "open",
+    scenario: Annotated[str, typer.Option("--scenario", "-s", help="comma list of fast,balanced,thorough,rerank,bm25,vector")] = "fast",
+    rate: Annotated[float, typer.Option(help="offered queries/s (open, mixed)")] = 20.0,
+    arrivals: Annotated[str, typer.Option(help="poisson | constant")] = "poisson",
+    duration: Annotated[float, typer.Option(help="seconds per run (each mixed phase)")] = 10.0,
+    workers: Annotated[int, typer.Option(help="closed-loop workers")] = 4,
+    steps: Annotated[str, typer.Option(help="ramp: comma list of QPS (default 10, 20, 40, ... --max-qps)")] = "",
+    max_qps: Annotated[float, typer.Option(help="ramp: the last default step")] = 1280.0,
+    step_seconds: Annotated[float, typer.Option(help="ramp: seconds per step")] = 10.0,
+    p99_limit_ms: Annotated[float, typer.Option(help="ramp: a step passes with p99 at most this")] = 100.0,
+    max_error_rate: Annotated[float, typer.Option(help="ramp: ... and fewer errors + drops than this share")] = 0.01,
+    write_rate: Annotated[float, typer.Option(help="mixed: documents/s upserted while querying")] = 5.0,
+    write_batch: Annotated[int, typer.Option(help="mixed: documents per Upsert")] = 1,
+    write_corpus: Annotated[Optional[Path], typer.Option(exists=True, help="mixed: documents from this BEIR corpus or folder (default synthetic)")] = None,
+    keep_written: Annotated[bool, typer.Option(help="mixed: keep the written documents (default: deleted afterwards)")] = False,
+    queries_from: Annotated[Optional[Path], typer.Option(exists=True, file_okay=False, help="a BEIR folder: its queries.jsonl, cycled")] = None,
+    dataset: Annotated[Optional[Path], typer.Option(exists=True, file_okay=False, help="a BEIR folder: index it as bench does (if needed), query its collection")] = None,
+    collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="default: 'default', or the --dataset's bench collection")] = None,
+    top_k: Annotated[int, typer.Option(help="hits per answer")] = 10,
+    deadline_ms: Annotated[float, typer.Option(help="per-request deadline (goodput counts OK answers within it)")] = 2000.0,
+    write_deadline_ms: Annotated[float, typer.Option(help="per-Upsert deadline")] = 10000.0,
+    channels: Annotated[int, typer.Option(help="gRPC channels, used round-robin")] = 4,
+    max_outstanding: Annotated[Optional[int], typer.Option(help="open loop: in flight before dropping (default 10x rate, <= 2000)")] = None,
+    stage_timings: Annotated[bool, typer.Option(help="ask for explain: per-stage times (bigger answers)")] = False,
+    warmup: Annotated[int, typer.Option(help="unmeasured requests before each scenario")] = 5,
+    seed: int = 0,
+    pids: Annotated[str, typer.Option(help="comma list of pids whose RSS is sampled every second")] = "",
+    rss: Annotated[bool, typer.Option(help="sample the RSS of every running `hybridsearch serve` process, Triton, Redis")] = False,
+    address: Annotated[Optional[str], typer.Option(help="gateway (loopback only; default from settings)")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="folder for loadtest.json and the PNGs (default var/loadtest/<time>-<mode>)")] = None,
+):
+    """Load a running gateway over loopback gRPC: open/closed loop, ramp to the knee, queries while writing."""
+    import datetime as dt
+
+    with tool_imports("loadtest"):
+        from hybridsearch.tools.perf.load.bounds import LoadBoundsError, check_loopback
+        from hybridsearch.tools.perf.load.memory import discover, name_pids
+        from hybridsearch.tools.perf.load.ramp import default_steps, parse_steps
+        from hybridsearch.tools.perf.load.report import print_summary, write_outputs
+        from hybridsearch.tools.perf.load.scenarios import bench_collection, load_queries, parse_scenarios
+        from hybridsearch.tools.perf.load.session import LoadPlan, execute
+
+    settings = get_settings()
+    try:
+        target = check_loopback(address or settings.endpoints.addr("gateway"))
+        default_collection = "default"
+        if dataset is not None:
+            console.print(f"{dataset.name}: indexing into its bench collection when needed…")
+            default_collection, indexed = bench_collection(dataset, target, settings)
+            console.print(f"{dataset.name}: collection {default_collection} ({indexed} documents indexed now)")
+        plan = LoadPlan(
+            mode=mode, address=target, collection=collection or default_collection,
+            queries=load_queries(queries_from or dataset), scenarios=parse_scenarios(scenario), rate=rate,
+            arrivals=arrivals, duration_s=duration, workers=workers,
+            steps=parse_steps(steps) if steps else default_steps(max_qps=max_qps), step_s=step_seconds,
+            p99_limit_ms=p99_limit_ms, max_error_rate=max_error_rate, write_rate=write_rate, write_batch=write_batch,
+            write_corpus=write_corpus, keep_written=keep_written, write_deadline_s=write_deadline_ms / 1000, top_k=top_k,
+            deadline_s=deadline_ms / 1000, channels=channels, max_outstanding=max_outstanding,
+            stage_timings=stage_timings, warmup=warmup, seed=seed,
+        )
+        if pids or rss:
+            plan.rss_pids = name_pids([int(p) for p in pids.split(",") if p.strip()]) if pids else discover()
+        plan.check()
+    except (LoadBoundsError, ValueError, FileNotFoundError) as err:
+        console.print(f"[red]{err}[/]")
+        raise typer.Exit(2) from None
+    report = execute(plan)
+    folder = out or settings.data_dir / "loadtest" / f"{dt.datetime.now():%Y%m%d-%H%M%S}-{mode}"
+    path = write_outputs(report, folder)
+    print_summary(report, Console())
+    console.print(f"report → {path} (plots: {', '.join(report['plots']) or 'none'})")
+
+
+@app.command(rich_help_panel=TOOLS)
+def speed(
+    folder: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="BEIR-layout folder")],
+    modes: Annotated[str, typer.Option(help="comma list of bm25,vector,fast,balanced")] = "bm25,vector,fast,balanced",
+    top_k: Annotated[int, typer.Option(help="hits per answer")] = 10,
+    limit: Annotated[int, typer.Option(help="only the first N judged queries (0 = all)")] = 0,
+    budget: Annotated[bool, typer.Option("--budget/--no-budget", help="a second pass with explain: stage timings")] = True,
+    json_out: Annotated[Optional[Path], typer.Option("--json-out", help="write the figures here")] = None,
+):
+    """Sequential latency through a running gateway, interleaved with the in-process library baseline."""
+    with tool_imports("speed"):
+        from hybridsearch.tools.bench import collection_name, ensure_indexed
+        from hybridsearch.corpus import beir_corpus_file, load_judged_queries, read_beir_corpus
+        from hybridsearch.tools.perf.baseline import BaselineDocument, LibraryBaseline
+        from hybridsearch.tools.perf.speed import SPEED_MODES, budget_markdown, run_speed, stage_budget, to_markdown
+
+    wanted = [m.strip() for m in modes.split(",") if m.strip()]
+    if unknown := [m for m in wanted if m not in SPEED_MODES]:
+        raise typer.BadParameter(f"unknown modes {unknown}: choose from {', '.join(SPEED_MODES)}")
+    settings = get_settings()
+    client = gateway_client()
+    collection = collection_name(folder, settings)
+    queries, qrels = load_judged_queries(folder)
+    if limit:
+        queries = dict(list(queries.items())[:limit])
+        qrels = {q: qrels[q] for q in queries}
+    with progress_bar() as progress:
+        task = progress.add_task(f"indexing {folder.name}", total=None)
+        ensure_indexed(client, folder, collection, progress=lambda n: progress.advance(task, n))
+        progress.add_task("building the in-process baseline", total=None)
+        documents = [BaselineDocument(d.id, d.title, d.text) for d in read_beir_corpus(beir_corpus_file(folder))]
+        baseline = LibraryBaseline.build(documents, settings.data_dir / "cache" / "embeddings.sqlite",
+                                         settings.vector.embedder, settings.vector.max_seq_length)
+        t = progress.add_task("interleaved run", total=len(queries))
+        result = run_speed(client, baseline, queries, qrels, collection, wanted, top_k,
+                           progress=lambda: progress.advance(t))
+        if budget:
+            progress.add_task("stage budget (explain on)", total=None)
+            result["budget"] = stage_budget(client, queries, collection, wanted, top_k)
+    result["dataset"] = folder.resolve().name
+    console.print(to_markdown(result))
+    if budget:
+        console.print(budget_markdown(result["budget"]))
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
+
+
+@app.command("scale-corpus", rich_help_panel=TOOLS)
+def scale_corpus(
+    size: Annotated[int, typer.Option(help="passages: real ones first, then generated (hybridsearch.tools.perf.scale)")] = 100_000,
+    out: Annotated[Path, typer.Option(help="where scale-N/corpus.jsonl.gz goes")] = Path.home() / ".cache" / "hybridsearch" / "scale",
+    embed: Annotated[bool, typer.Option("--embed/--no-embed", help="fill the embedding cache of --data-dir")] = False,
+    data_dir: Annotated[Optional[Path], typer.Option(help="the data dir whose vector service will index it")] = None,
+    seed: Annotated[int, typer.Option()] = 15,
+    shared: Annotated[Path, typer.Option(help="the shared folder (training passages, datasets)")] = Path("../shared"),
+    threads: Annotated[int, typer.Option(help="embedding threads (0: up to 4); 1 leaves a core to other work")] = 0,
+):
+    """Builds a 100k / 1M passage corpus (BEIR layout) and, with --embed, its vectors (resumable)."""
+    with tool_imports("scale-corpus"):
+        from hybridsearch.tools.perf.scale import embed_corpus, write_corpus
+        from hybridsearch.vector.embedder import EmbeddingCache, OnnxEmbedder
+
+    settings = get_settings()
+    corpus = write_corpus(shared, size, out, seed)
+    console.print(f"corpus: {corpus}")
+    if embed:
+        cfg = settings.vector
+        cache_path = (data_dir or settings.data_dir) / "cache" / "embeddings.sqlite"
+        cache = EmbeddingCache(cache_path, OnnxEmbedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size, threads), cfg.max_seq_length)
+        with progress_bar() as progress:
+            task = progress.add_task(f"embedding {size:,} passages", total=size)
+            record = embed_corpus(corpus, cache, progress=lambda n: progress.advance(task, n))
+        console.print(f"embedding cache {cache_path}: {record}")
+
+
+@app.command("bm25-scale", rich_help_panel=TOOLS)
+def bm25_scale(
+    corpus: Annotated[Path, typer.Argument(exists=True, help="a corpus.jsonl(.gz), e.g. scale-corpus's")],
+    queries_from: Annotated[Path, typer.Option(exists=True, file_okay=False, help="a BEIR folder: its queries")],
+    data_dir: Annotated[Path, typer.Option(help="an empty folder for the index (never a stack's data dir)")],
+    limit: Annotated[int, typer.Option(help="the first N queries")] = 300,
+    writers: Annotated[int, typer.Option(help="concurrent one-document writers for the small-writes phase (0: none)")] = 8,
+    json_out: Annotated[Optional[Path], typer.Option("--json-out")] = None,
+):
+    """The BM25 store alone at a corpus size: index throughput, reopen, search p50/p99, memory, disk, and
+    small concurrent writes with a commit each vs group commit."""
+    with tool_imports("bm25-scale"):
+        from hybridsearch.corpus import read_queries
+        from hybridsearch.tools.perf.bm25_scale import run
+
+    if data_dir.exists() and any(data_dir.iterdir()):
+        raise typer.BadParameter(f"{data_dir} is not empty")
+    settings = get_settings().model_copy(update={"data_dir": data_dir})
+    queries = list(read_queries(queries_from).values())[:limit]
+    with progress_bar() as progress:
+        task = progress.add_task(f"indexing {corpus.name}", total=None)
+        result = run(settings, corpus, queries, progress=lambda n: progress.update(task, completed=n), writers=writers)
+    console.print_json(data=result)
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
+
+
+@app.command("store-probe", rich_help_panel=TOOLS)
+def store_probe(
+    collection: Annotated[str, typer.Option("--collection", "-c", help="a collection of the stopped stack's data dir")],
+    queries_from: Annotated[Path, typer.Option(exists=True, file_okay=False, help="a BEIR folder: its queries")],
+    limit: Annotated[int, typer.Option(help="the first N queries")] = 300,
+    json_out: Annotated[Optional[Path], typer.Option("--json-out")] = None,
+):
+    """With the services stopped: reopen times of both stores, ANN recall@10 against exact search."""
+    with tool_imports("store-probe"):
+        from hybridsearch.corpus import read_queries
+        from hybridsearch.tools.perf.store_probe import run_probe
+
+    settings = get_settings()
+    queries = list(read_queries(queries_from).values())[:limit]
+    result = run_probe(settings, collection, queries, settings.leg_depth)
+    console.print_json(data=result)
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
+
+
+@app.command(rich_help_panel=TOOLS)
+def dashboards(
+    out: Annotated[Path, typer.Option(help="folder for the JSON files")] = Path("charts/hybridsearch/files/dashboards"),
+):
+    """Write the Grafana dashboards (grafana-foundation-sdk) as JSON, one file per dashboard."""
+    with tool_imports("dashboards"):
+        from hybridsearch.observability.dashboards import write_dashboards
+
+    for path in write_dashboards(out):
+        console.print(f"wrote {path}")

@@ -1,0 +1,154 @@
+"""Search and index: `index` and `query` through the gateway, and how an answer prints."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from google.protobuf.json_format import MessageToDict
+from rich.console import Console
+
+from hybridsearch.cli.base import SEARCH, app, console, gateway_client, progress_bar, read_corpus
+
+
+@app.command(rich_help_panel=SEARCH)
+def index(
+    path: Annotated[Path, typer.Argument(exists=True, help="folder of .md/.txt files, or a BEIR corpus.jsonl[.gz] (or its folder)")],
+    collection: Annotated[str, typer.Option("--collection", "-c")] = "default",
+    batch_size: int = 64,
+):
+    """Index documents through the gateway (chunk, embed, write to both stores)."""
+    documents, count = read_corpus(path)
+    client = gateway_client()
+    started = time.perf_counter()
+    with progress_bar() as progress:
+        task = progress.add_task(f"indexing into {collection}", total=count)
+        total = client.index(collection, documents, batch_size, on_batch=lambda part: progress.advance(task, part.documents_received))
+    seconds = time.perf_counter() - started
+    console.print(f"{total.documents_received} documents: {total.documents_written} written, "
+                  f"{total.documents_unchanged} unchanged, {total.chunks_written} chunks "
+                  f"in {seconds:.1f} s ({total.documents_received / max(seconds, 1e-9):.0f} documents/s)")
+
+
+def parse_filters(values: list[str]) -> dict:
+    """`--filter field=value` (repeat a field for any of its values) and `--filter field!=value`."""
+    from hybridsearch.client import Not
+
+    equals: dict[str, list[str]] = {}
+    filters: dict = {}
+    for item in values:
+        negated = "!=" in item
+        field, sep, value = item.partition("!=" if negated else "=")
+        if not sep or not field:
+            raise typer.BadParameter(f"{item!r}: expected field=value or field!=value", param_hint="--filter")
+        if negated:
+            filters[field] = Not(value)
+        else:
+            equals.setdefault(field, []).append(value)
+    filters.update({f: v[0] if len(v) == 1 else v for f, v in equals.items()})
+    return filters
+
+
+@app.command(rich_help_panel=SEARCH)
+def query(
+    text: Annotated[str, typer.Argument()],
+    collection: Annotated[Optional[list[str]], typer.Option("--collection", "-c", help="repeat to search several collections")] = None,
+    mode: Annotated[Optional[str], typer.Option(help="bm25 | vector | hybrid (default hybrid)")] = None,
+    effort: Annotated[Optional[str], typer.Option(help="fast | balanced | thorough (default balanced)")] = None,
+    n: Annotated[int, typer.Option("-n", help="number of results")] = 10,
+    expand: Annotated[Optional[bool], typer.Option("--expand/--no-expand", help="query expansion (default: effort decides)")] = None,
+    rerank: Annotated[Optional[bool], typer.Option("--rerank/--no-rerank", help="the reranker (default: effort decides)")] = None,
+    graph: Annotated[Optional[bool], typer.Option("--graph/--no-graph", help="link expansion: neighbours of the top hits join a second fusion (default: the collection's setting, off)")] = None,
+    min_score: Annotated[float, typer.Option(help="drop hits scoring below this (0-1)")] = 0.0,
+    offset: Annotated[int, typer.Option(help="skip this many hits")] = 0,
+    page_token: Annotated[Optional[str], typer.Option(help="the next page of an earlier answer (its next_page_token)")] = None,
+    filter_: Annotated[Optional[list[str]], typer.Option("--filter", help="field=value or field!=value; repeat")] = None,
+    explain: bool = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    language: Annotated[str, typer.Option(help="the query's language (en, de, ...); default: detected")] = "",
+    fuzzy: Annotated[Optional[bool], typer.Option("--fuzzy/--no-fuzzy",
+                     help="typo tolerance: fuzzy and prefix terms, a corrected query for the vector leg "
+                          "(default: the collection's setting)")] = None,
+):
+    """Search one or more collections through the gateway."""
+    from hybridsearch.client import HybridSearchError, search_request
+
+    collections = collection or ["default"]
+    options = {"collections": collections} if len(collections) > 1 else {"collection": collections[0]}
+    try:
+        request = search_request(text, top_k=n, mode=mode, effort=effort, rerank=rerank, min_score=min_score,
+                                 offset=offset, explain=explain, filters=parse_filters(filter_ or []), **options)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+    if expand is not None:
+        request.expand = expand
+    if fuzzy is not None:
+        request.fuzzy = fuzzy
+    if graph is not None:
+        request.graph = graph
+    if page_token:
+        request.page_token = page_token
+    if language:
+        request.language = language
+    try:
+        with gateway_client() as client:
+            response = client.search(request)
+    except HybridSearchError as err:
+        console.print(f"[red]{err.code().name}[/]: {err.details()}")
+        raise typer.Exit(2) from None
+    if as_json:
+        print(json.dumps(MessageToDict(response, preserving_proto_field_name=True), indent=2))
+    else:
+        print_response(text, response)
+
+
+def highlighted(snippet: str, highlights) -> str:
+    """The snippet as rich markup, each highlight in bold yellow (offsets from the gateway)."""
+    from rich.markup import escape
+
+    out, last = [], 0
+    for h in highlights:
+        out += [escape(snippet[last:h.start]), f"[bold yellow]{escape(snippet[h.start:h.end])}[/]"]
+        last = h.end
+    out.append(escape(snippet[last:]))
+    return "".join(out)
+
+
+def print_response(text: str, response) -> None:
+    from hybridsearch.client import explain_lines
+    from hybridsearch.v1 import common_pb2, search_pb2
+
+    out = Console(soft_wrap=True)
+    counts = f", {response.counts.line}" if response.counts.line else f", {response.total_candidates} candidates"
+    out.print(f"[bold]{text}[/]  ({response.took_ms:.0f} ms{counts}{', DEGRADED' if response.degraded else ''})")
+    for i, hit in enumerate(response.hits, 1):
+        legs = ", ".join(f"{common_pb2.Leg.Name(l.leg).removeprefix('LEG_').lower()}/"
+                         f"{common_pb2.QueryKind.Name(l.kind).removeprefix('QUERY_KIND_').lower()}#{l.rank}" for l in hit.legs[:4])
+        where = f"{hit.collection}:" if hit.collection else ""
+        out.print(f"{i:>2}. [bold]{hit.score:.3f}[/] {where}{hit.doc_id}  [cyan]{hit.title}[/]"
+                  f"  (blended {hit.blended_score:.3f}, fusion {hit.fusion_score:.3f}"
+                  f"{f', rerank {hit.rerank_score:.3f}' if hit.reranked else ''}; {legs})")
+        out.print(f"    {highlighted(hit.snippet, hit.highlights)}")
+    if response.tag_counts:
+        out.print("tags: " + ", ".join(f"{tag} {n}" for tag, n in response.tag_counts.items()))
+    if response.next_page_token:
+        out.print(f"next page: --page-token {response.next_page_token}")
+    if response.HasField("explain"):
+        out.print("[bold]explain[/]")
+        for line in explain_lines(response):
+            out.print(f"  {line}")
+        e = response.explain
+        out.print(f"  fusion order: {list(e.fusion_order[:10])}")
+        for rl in (rl for rl in e.leg_lists if rl.leg == common_pb2.LEG_GRAPH):
+            out.print(f"  graph added: {[(h.doc_id, round(h.score, 3)) for h in rl.hits[:10]]}")
+        for b in e.boosts[:20]:
+            out.print(f"  boost {search_pb2.BoostStage.Name(b.stage).removeprefix('BOOST_STAGE_').lower()}: "
+                      f"{b.collection}:{b.doc_id} {b.field}={b.value} x{b.factor:.2f}")
+        if e.rerank_scores:
+            out.print(f"  rerank scores: { {k: round(v, 3) for k, v in list(e.rerank_scores.items())[:10]} }")
+    else:
+        for line in explain_lines(response):
+            out.print(f"  {line}")
