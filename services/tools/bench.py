@@ -49,6 +49,8 @@ BENCH_MODES: dict[str, BenchMode] = {
     # The default path with the reranker forced on: what turning it on by default would give.
     "rerank": BenchMode(rerank=True),
     "default": BenchMode(),
+    # THOROUGH as a caller gets it: LLM expansion (PRF without one) and the deep rerank pool.
+    "thorough": BenchMode(effort=common_pb2.EFFORT_THOROUGH),
 }
 
 
