@@ -84,7 +84,9 @@ def test_explain_shows_the_fusion_parameters_applied(gateway, stack, sample):
     applied = response.explain.fusion
     assert applied.method == common_pb2.FUSION_METHOD_RRF and applied.rrf_k == 12
     assert applied.HasField("hyde_weight") and applied.hyde_weight == pytest.approx(stack.settings.fusion.hyde_weight)
-    assert applied.HasField("bm25_weight") and applied.bm25_weight == pytest.approx(stack.settings.fusion.bm25_weight)
+    assert dict(applied.leg_weights) == pytest.approx(stack.settings.fusion.leg_weights)
+    assert applied.rrf_leg_weights["bm25"] == pytest.approx(stack.settings.fusion.rrf_leg_weights["bm25"])
+    assert applied.HasField("rrf_bm25_weight") and applied.rrf_bm25_weight == applied.rrf_leg_weights["bm25"]  # old readers
     assert not any("fused in the gateway" in n for n in response.notices)
 
 
