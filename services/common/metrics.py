@@ -15,6 +15,8 @@ import time
 import grpc
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
+from hybridsearch.common import legs
+
 log = logging.getLogger(__name__)
 
 # On one machine the launcher gives service N the port metrics_port + offset; on Kubernetes every
@@ -61,7 +63,10 @@ RERANK_POOL = Histogram(
     "hybridsearch_rerank_pool_size", "Candidates sent to the reranker on Triton per search", buckets=POOL_BUCKETS,
 )
 
-DEGRADABLE_LEGS = ("bm25", "vector", "tag", "graph", "expansion", "rerank", "fusion")
+# What a degraded answer can name as the part that failed (DEGRADED_LEGS' labels): every leg of the leg
+# table (common.legs), then the stages that are not legs.
+NON_LEG_PARTS = ("expansion", "rerank", "fusion")
+DEGRADABLE_LEGS = (*legs.names(), *NON_LEG_PARTS)
 CACHE_RESULTS = ("hit", "miss", "error")
 
 
