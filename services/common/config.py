@@ -14,19 +14,20 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from hybridsearch.common import legs
+from hybridsearch.common import legs, services
 from hybridsearch.common.collections import CollectionConfig, check_collections, load_collections_file
 
 
 class Endpoints(BaseModel):
-    """Where each service listens (server side) and is reached (client side)."""
+    """Where each service listens (server side) and is reached (client side): a port and an address per
+    service of the table (common.services; tests/common/test_services.py checks the fields are its rows)."""
 
     host: str = "127.0.0.1"
-    gateway_port: int = 50051
-    bm25_port: int = 50052
-    vector_port: int = 50053
-    expansion_port: int = 50054
-    fusion_port: int = 50055
+    gateway_port: int = services.BY_NAME["gateway"].port
+    bm25_port: int = services.BY_NAME["bm25"].port
+    vector_port: int = services.BY_NAME["vector"].port
+    expansion_port: int = services.BY_NAME["expansion"].port
+    fusion_port: int = services.BY_NAME["fusion"].port
     # Addresses other services dial; empty means host:port above. On Kubernetes these are
     # service DNS names (bm25:50052).
     bm25_addr: str = ""
@@ -367,7 +368,7 @@ class Settings(BaseSettings):
     chunk_overlap_words: int = 40
     log_level: str = "INFO"
     # Prometheus /metrics of this process (0 = off). On one machine the launcher gives each service
-    # its own: metrics_port + the service's offset (hybridsearch.common.metrics.METRICS_PORT_OFFSETS).
+    # its own: metrics_port + the service's offset (its row of hybridsearch.common.services).
     metrics_port: int = 9464
     # What each collection declares (fields and boosts, fuzzy, language, tags, links): common/collections.py.
     # collections_file (YAML/JSON) is read first, the `collections` mapping (JSON in the env) goes on top.

@@ -15,13 +15,13 @@ import time
 import grpc
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
-from hybridsearch.common import legs
+from hybridsearch.common import legs, services
 
 log = logging.getLogger(__name__)
 
 # On one machine the launcher gives service N the port metrics_port + offset; on Kubernetes every
 # pod uses metrics_port itself.
-METRICS_PORT_OFFSETS = {"gateway": 0, "bm25": 1, "vector": 2, "expansion": 3, "fusion": 4}
+METRICS_PORT_OFFSETS = {s.name: s.metrics_offset for s in services.SERVICES}
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 POOL_BUCKETS = (5, 10, 20, 40, 64, 128, 256, 512)

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from stacks import gateway_client, running_stack, stack_env_on
 
+from hybridsearch.common import services
 from hybridsearch.common.access import gateway_channel
 from hybridsearch.common.limits import (
     MAX_DELETE_IDS,
@@ -434,6 +435,6 @@ def test_every_process_survived_the_fuzz(stack, tmp_path_factory):
     for key, n in counts.items():
         print(f"  {key:40s} {n}")
     assert STARTED_PIDS and process_ids(stack) == STARTED_PIDS, "a process of the stack died (or was restarted)"
-    for service in ("gateway", "bm25", "vector", "expansion", "fusion"):
+    for service in services.NAMES:
         assert grpc_healthy(stack.settings.endpoints.addr(service), timeout=5.0), f"{service} no longer serves"
 
