@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from hybridsearch.common import legs
+from hybridsearch.common import legs, services
 from hybridsearch.common.collections import CollectionConfig
 from hybridsearch.common.config import Settings
 from hybridsearch.common.validation import COLLECTION_NAME
@@ -323,11 +323,7 @@ def chart_schema() -> dict:
         ),
         **scheduling,
         "podLabels": STRING_MAP,
-        "gateway": component(stateful=False),
-        "bm25": component(stateful=True),
-        "vector": component(stateful=True),
-        "expansion": component(stateful=False),
-        "fusion": component(stateful=False),
+        **{s.name: component(stateful=s.store) for s in services.SERVICES},
         "reconcile": obj(
             {
                 "enabled": {"type": "boolean"},
