@@ -18,8 +18,10 @@ from hybridsearch.tools.perf.procs import SERVICES as PROCESSES
 from hybridsearch.v1 import bm25_pb2, expansion_pb2, fusion_pb2, ingest_pb2, search_pb2, vector_pb2
 
 REPO = Path(__file__).resolve().parents[2]
-# Not editable here (another change owns it): cli.SERVICE_MAINS, until it reads the table (see the test below).
-SPELLED_OUT_ELSEWHERE = {"services/cli.py"}
+# Owned by another change: the CLI's SERVICE_MAINS (services/cli.py, services/cli/serve.py once the CLI is a
+# package), until it reads the table (`{s.name: s.main for s in services.SERVICES}`); the test below holds
+# the two equal meanwhile.
+SPELLED_OUT_ELSEWHERE = {"services/cli.py", "services/cli/serve.py"}
 
 
 def test_the_rows_are_distinct():
