@@ -190,7 +190,7 @@ class FusionSettings(BaseModel):
             given = data.get(attr) or {}
             if isinstance(given, str):  # JSON, as the environment spells a map
                 given = json.loads(given)
-            data[attr] = {**entries, **given}
+            data[attr] = {**entries, **given} if isinstance(given, dict) else given  # not a map: refused below
         return data
 
     @model_validator(mode="after")
