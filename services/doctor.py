@@ -10,6 +10,7 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
+from hybridsearch.common import services
 from hybridsearch.common.config import get_settings
 from hybridsearch.common.tls import sync_channel
 from hybridsearch.launcher import grpc_healthy, port_open
@@ -24,7 +25,7 @@ def run_doctor(out: Console) -> int:
         table.add_column(col)
     problems = 0
 
-    for name in ("gateway", "bm25", "vector", "expansion", "fusion"):
+    for name in services.NAMES:
         up = grpc_healthy(ep.addr(name))
         problems += not up
         table.add_row(name, "[green]SERVING[/]" if up else "[red]DOWN[/]", ep.addr(name))

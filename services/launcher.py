@@ -24,6 +24,7 @@ from urllib.parse import urlparse
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from hybridsearch.common import services
 from hybridsearch.common.access import prepare_local
 from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.metrics import metrics_port_env
@@ -32,8 +33,8 @@ from hybridsearch.common.tls import sync_channel
 from hybridsearch.reranker.triton import triton_command
 from hybridsearch.supervision import DEAD_STATES, Program, Supervisor
 
-# Start order: stores first, then what depends on them.
-SERVICES = ("bm25", "vector", "fusion", "expansion", "gateway")
+# Start order: stores first, then what depends on them (common.services).
+SERVICES = services.START_ORDER
 
 
 def die_with_parent(cmd: list[str]) -> list[str]:

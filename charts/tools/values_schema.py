@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from hybridsearch.common import legs, services
 from hybridsearch.common.collections import CollectionConfig
 from hybridsearch.common.config import Settings
 from hybridsearch.common.validation import COLLECTION_NAME
@@ -56,6 +57,15 @@ CONFIG_CONSTRAINTS: dict[str, dict] = {
     "bm25.k1": {"minimum": 0},
     "bm25.b": {"minimum": 0, "maximum": 1},
     "vector.embedder": {"enum": ["minilm-fp32", "minilm-int8"]},
+    # Leg weights by leg name: the leg table's legs (a misspelt leg would weigh nothing).
+    **{f"fusion.{attr}": {"propertyNames": {"enum": list(legs.names())}} for attr in legs.MAPS},
+}
+
+# Old setting names read onto a newer setting (not fields, so not in Settings' own schema): still accepted.
+CONFIG_OLD_NAMES: dict[str, dict[str, dict]] = {
+    "fusion": {name: {"type": "number", "minimum": 0,
+                      "$comment": f"old name: {' and '.join(f'{attr}.{leg}' for attr in attrs)} (common/legs.py LEGACY)"}
+               for name, (leg, attrs) in legs.LEGACY.items()},
 }
 
 
@@ -96,6 +106,7 @@ def config_schema() -> dict:
             else:
                 sub = {**sub, **CONFIG_CONSTRAINTS.get(dotted, {})}
             props[name] = sub
+        props.update(CONFIG_OLD_NAMES.get(prefix.rstrip("."), {}))
         return {"type": "object", "additionalProperties": False, "properties": props}
 
     return close(schema, "")
@@ -312,11 +323,7 @@ def chart_schema() -> dict:
         ),
         **scheduling,
         "podLabels": STRING_MAP,
-        "gateway": component(stateful=False),
-        "bm25": component(stateful=True),
-        "vector": component(stateful=True),
-        "expansion": component(stateful=False),
-        "fusion": component(stateful=False),
+        **{s.name: component(stateful=s.store) for s in services.SERVICES},
         "reconcile": obj(
             {
                 "enabled": {"type": "boolean"},

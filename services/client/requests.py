@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
+from hybridsearch.common import legs
 from hybridsearch.common.limits import KiB, UPSERT_REQUEST_BYTES
 from hybridsearch.v1 import common_pb2, fusion_pb2, ingest_pb2, search_pb2
 
@@ -59,7 +60,7 @@ def search_request(query: str, *, collection: str | None = None, top_k: int | No
                    mode: Mode | int | None = None, effort: EffortName | int | None = None,
                    filters: Filters | None = None, min_score: float = 0.0, explain: bool = False,
                    offset: int = 0, rerank: bool | None = None,
-                   fusion: fusion_pb2.FusionConfig | Mapping[str, float | int] | None = None,
+                   fusion: fusion_pb2.FusionConfig | Mapping[str, float | int | Mapping[str, float]] | None = None,
                    **fields) -> search_pb2.SearchRequest:
     """A SearchRequest from keyword arguments; fields without a keyword here (newer ones) pass through
     by their proto names. Unset values keep the server's defaults (top_k 10, HYBRID, BALANCED).
@@ -109,6 +110,12 @@ def add_counts(total: ingest_pb2.UpsertResponse, part: ingest_pb2.UpsertResponse
         setattr(total, name, getattr(total, name) + getattr(part, name))
 
 
+def _fusion_field(field, value) -> str:
+    if field.message_type is not None and field.message_type.GetOptions().map_entry:  # leg name -> weight
+        return f"{field.name} " + " ".join(f"{leg} {weight:g}" for leg, weight in sorted(value.items()))
+    return f"{field.name} {value}"
+
+
 def explain_lines(response: search_pb2.SearchResponse) -> list[str]:
     """A readable account of an explained answer: legs and their states, expansion, fusion applied, timings."""
     lines = [f"{s.name}: {search_pb2.LegState.Name(s.state).removeprefix('LEG_STATE_').lower()}"
@@ -123,11 +130,12 @@ def explain_lines(response: search_pb2.SearchResponse) -> list[str]:
                          f"lexical {list(e.lexical_variants)} semantic {list(e.semantic_variants)}"
                          f"{' + HyDE' if e.hyde else ''}")
         for rl in e.leg_lists:
-            lines.append(f"list {common_pb2.Leg.Name(rl.leg).removeprefix('LEG_').lower()}/"
+            lines.append(f"list {legs.name_of(rl.leg)}/"
                          f"{common_pb2.QueryKind.Name(rl.kind).removeprefix('QUERY_KIND_').lower()} "
                          f"weight {rl.weight:g}: {len(rl.hits)} hits")
         if e.HasField("fusion"):
-            lines.append("fusion: " + ", ".join(f"{f.name} {v}" for f, v in e.fusion.ListFields()))
+            lines.append("fusion: " + ", ".join(_fusion_field(f, v) for f, v in e.fusion.ListFields()
+                                                if not f.GetOptions().deprecated))  # the old leg weights: in the maps
         if e.reranker_model:
             lines.append(f"reranker: {e.reranker_model}")
         lines.append("timings: " + ", ".join(f"{t.stage} {t.ms:.1f} ms" for t in e.timings))

@@ -6,25 +6,28 @@ HYBRIDSEARCH_EXPANSION__LLM_URL=http://127.0.0.1:8080/v1.
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from hybridsearch.common import legs, services
 from hybridsearch.common.collections import CollectionConfig, check_collections, load_collections_file
 
 
 class Endpoints(BaseModel):
-    """Where each service listens (server side) and is reached (client side)."""
+    """Where each service listens (server side) and is reached (client side): a port and an address per
+    service of the table (common.services; tests/common/test_services.py checks the fields are its rows)."""
 
     host: str = "127.0.0.1"
-    gateway_port: int = 50051
-    bm25_port: int = 50052
-    vector_port: int = 50053
-    expansion_port: int = 50054
-    fusion_port: int = 50055
+    gateway_port: int = services.BY_NAME["gateway"].port
+    bm25_port: int = services.BY_NAME["bm25"].port
+    vector_port: int = services.BY_NAME["vector"].port
+    expansion_port: int = services.BY_NAME["expansion"].port
+    fusion_port: int = services.BY_NAME["fusion"].port
     # Addresses other services dial; empty means host:port above. On Kubernetes these are
     # service DNS names (bm25:50052).
     bm25_addr: str = ""
@@ -160,26 +163,44 @@ class ExpansionSettings(BaseModel):
 class FusionSettings(BaseModel):
     # The service default, chosen in docs/quality.md (`hybridsearch tune`): z-score fusion with equal leg
     # weights had the best worst-case margin over the competing designs across all seven collections.
-    # The library defaults (fusion.methods.FusionParams) stay those of the reference designs.
+    # The library (fusion.methods.FusionParams) defaults to RRF, with the same leg weights.
     method: str = "zscore"  # rrf | linear | zscore | dbsf
     rrf_k: float = 60.0
     variant_weight: float = 0.5
     hyde_weight: float = 0.7
     feedback_weight: float = 0.5
     top_rank_bonus: float = 0.1
-    # Leg weights of the score-based methods (linear, zscore, dbsf); 0.4/0.6 is the RAG service's min-max.
-    bm25_weight: float = 0.5
-    vector_weight: float = 0.5
-    # The tag leg's list (collections with tag_leg only): as one more leg beside the other two.
-    tag_weight: float = 0.5
-    rrf_bm25_weight: float = 1.0
-    rrf_vector_weight: float = 1.0
-    rrf_tag_weight: float = 1.0
-    # The link expansion's list (`graph`), under every method: half a leg of this z-score fusion (legs
-    # 0.5), so linked evidence lifts a candidate the query found, and a neighbour found by its links only
-    # ranks below the seed that led to it (at 0.5, a neighbour list as long as the BM25 list put its top
-    # neighbour above the seed: tests/gateway/test_graph.py).
-    graph_weight: float = 0.25
+    # Each leg's weight by leg name, under the score-based methods (linear, zscore, dbsf) and under RRF;
+    # defaults and the legs are the leg table's (common/legs.py: bm25, vector and tag 0.5 / RRF 1.0, the
+    # link expansion's graph list 0.25 under both). A map sets the legs it names, the others keep their
+    # defaults: HYBRIDSEARCH_FUSION__LEG_WEIGHTS='{"bm25": 0.4, "vector": 0.6}'. The old names
+    # (HYBRIDSEARCH_FUSION__BM25_WEIGHT, RRF_TAG_WEIGHT, GRAPH_WEIGHT, ...: legs.LEGACY) are still read
+    # onto their leg's entry; an entry of the map wins over an old name.
+    leg_weights: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=legs.default_weights)
+    rrf_leg_weights: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=legs.default_rrf_weights)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_weight_names(cls, data):
+        if not isinstance(data, dict) or not any(name in data for name in legs.LEGACY):
+            return data
+        data = dict(data)
+        old = legs.legacy_entries({name: data.pop(name) for name in legs.LEGACY if name in data})
+        for attr, entries in old.items():
+            given = data.get(attr) or {}
+            if isinstance(given, str):  # JSON, as the environment spells a map
+                given = json.loads(given)
+            data[attr] = {**entries, **given} if isinstance(given, dict) else given  # not a map: refused below
+        return data
+
+    @model_validator(mode="after")
+    def _every_leg(self) -> "FusionSettings":
+        for attr in legs.MAPS:
+            unknown = sorted(set(getattr(self, attr)) - set(legs.names()))
+            if unknown:
+                raise ValueError(f"fusion.{attr}: unknown leg {', '.join(unknown)} (legs: {', '.join(legs.names())})")
+            setattr(self, attr, {**legs.defaults(attr), **getattr(self, attr)})
+        return self
 
 
 class GraphSettings(BaseModel):
@@ -350,7 +371,7 @@ class Settings(BaseSettings):
     chunk_overlap_words: int = 40
     log_level: str = "INFO"
     # Prometheus /metrics of this process (0 = off). On one machine the launcher gives each service
-    # its own: metrics_port + the service's offset (hybridsearch.common.metrics.METRICS_PORT_OFFSETS).
+    # its own: metrics_port + the service's offset (its row of hybridsearch.common.services).
     metrics_port: int = 9464
     # What each collection declares (fields and boosts, fuzzy, language, tags, links): common/collections.py.
     # collections_file (YAML/JSON) is read first, the `collections` mapping (JSON in the env) goes on top.

@@ -9,6 +9,8 @@ the internal ones to what the gateway legitimately sends (README "Limits" tells 
 
 from __future__ import annotations
 
+from hybridsearch.common import services
+
 KiB = 1024
 MiB = 1024 * KiB
 
@@ -64,8 +66,7 @@ REQUEST_BYTES: dict[str, int] = {
 # Anything else a server answers (health, reflection): small.
 OTHER_REQUEST_BYTES = 64 * KiB
 # Which services each server process runs (`hybridsearch serve NAME`).
-SERVICES_OF = {"gateway": ("SearchService", "IngestService"), "bm25": ("Bm25Service",),
-               "vector": ("VectorService",), "expansion": ("ExpansionService",), "fusion": ("FusionService",)}
+SERVICES_OF = {s.name: s.grpc for s in services.SERVICES}
 MAX_RECEIVE_BYTES = max(REQUEST_BYTES.values())
 # Responses and client channels: a leg's ranked lists carry passages (1000 hits x 32 queries at most).
 MAX_RESPONSE_BYTES = 64 * MiB
@@ -79,10 +80,10 @@ def request_limit(method: str) -> int:
 def receive_limit(server: str) -> int:
     """What gRPC lets a server receive at all: the largest limit of its RPCs (each RPC's own limit is
     then checked on the received bytes, before decoding); a server of unknown name gets the largest."""
-    services = SERVICES_OF.get(server)
-    if services is None:
+    served = SERVICES_OF.get(server)
+    if served is None:
         return MAX_RECEIVE_BYTES
-    return max(limit for rpc, limit in REQUEST_BYTES.items() if rpc.split("/")[0].rsplit(".", 1)[-1] in services)
+    return max(limit for rpc, limit in REQUEST_BYTES.items() if rpc.split("/")[0].rsplit(".", 1)[-1] in served)
 
 
 def human_bytes(n: int) -> str:

@@ -15,11 +15,13 @@ import time
 import grpc
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
+from hybridsearch.common import legs, services
+
 log = logging.getLogger(__name__)
 
 # On one machine the launcher gives service N the port metrics_port + offset; on Kubernetes every
 # pod uses metrics_port itself.
-METRICS_PORT_OFFSETS = {"gateway": 0, "bm25": 1, "vector": 2, "expansion": 3, "fusion": 4}
+METRICS_PORT_OFFSETS = {s.name: s.metrics_offset for s in services.SERVICES}
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 POOL_BUCKETS = (5, 10, 20, 40, 64, 128, 256, 512)
@@ -61,7 +63,10 @@ RERANK_POOL = Histogram(
     "hybridsearch_rerank_pool_size", "Candidates sent to the reranker on Triton per search", buckets=POOL_BUCKETS,
 )
 
-DEGRADABLE_LEGS = ("bm25", "vector", "tag", "graph", "expansion", "rerank", "fusion")
+# What a degraded answer can name as the part that failed (DEGRADED_LEGS' labels): every leg of the leg
+# table (common.legs), then the stages that are not legs.
+NON_LEG_PARTS = ("expansion", "rerank", "fusion")
+DEGRADABLE_LEGS = (*legs.names(), *NON_LEG_PARTS)
 CACHE_RESULTS = ("hit", "miss", "error")
 
 

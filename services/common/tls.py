@@ -26,13 +26,14 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from hybridsearch.common import services
 from hybridsearch.common.apikeys import write_private
 from hybridsearch.common.config import Settings
 
-SERVICE_NAMES = ("gateway", "bm25", "vector", "expansion", "fusion")
+SERVICE_NAMES = services.NAMES
 LOCAL_DNS = ("localhost", *SERVICE_NAMES)
 LOCAL_IPS = ("127.0.0.1", "::1")
-PUBLIC_SERVICES = ("gateway",)
+PUBLIC_SERVICES = services.PUBLIC
 
 
 def local_tls_dir(data_dir: Path) -> Path:

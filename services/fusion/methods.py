@@ -11,10 +11,7 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 
-from hybridsearch.v1 import common_pb2
-
-# The legs whose original lists earn RRF's top-rank bonus when both put a document in their head.
-BONUS_LEGS = (common_pb2.LEG_BM25, common_pb2.LEG_VECTOR)
+from hybridsearch.common import legs
 
 
 class FusionMethod(str, Enum):
@@ -49,6 +46,9 @@ class Ranking:
 
 @dataclass
 class FusionParams:
+    """How to fuse. The library's defaults: weighted RRF (GNO's, CodeRAG's), the leg table's weights (the
+    service's method is FusionSettings', z-score)."""
+
     method: FusionMethod = FusionMethod.RRF
     rrf_k: float = 60.0
     variant_weight: float = 0.5
@@ -56,14 +56,16 @@ class FusionParams:
     feedback_weight: float = 0.5
     top_rank_bonus: float = 0.1
     top_rank_window: int = 5
-    bm25_weight: float = 0.4
-    vector_weight: float = 0.6
-    tag_weight: float = 0.5
-    # RRF per-leg weights (multiply the per-kind weight); 1/1 is GNO's and CodeRAG's plain RRF.
-    rrf_bm25_weight: float = 1.0
-    rrf_vector_weight: float = 1.0
-    rrf_tag_weight: float = 1.0
-    graph_weight: float = 0.5  # link expansion's list (LEG_GRAPH), every method: half an RRF leg
+    # Each leg's weight, keyed by its name (common.legs: "bm25", "vector", "tag", "graph"): under the
+    # score-based methods (linear, z-score, DBSF), and under RRF, where it multiplies the list's kind
+    # weight. A registered leg a mapping leaves out gets its row's default; a leg no row names
+    # (`leg_<n>`) weighs legs.DEFAULT_WEIGHT / DEFAULT_RRF_WEIGHT unless named here.
+    leg_weights: dict[str, float] = field(default_factory=legs.default_weights)
+    rrf_leg_weights: dict[str, float] = field(default_factory=legs.default_rrf_weights)
+
+    def __post_init__(self) -> None:
+        self.leg_weights = {**legs.default_weights(), **self.leg_weights}
+        self.rrf_leg_weights = {**legs.default_rrf_weights(), **self.rrf_leg_weights}
 
     def kind_weight(self, kind: QueryKind) -> float:
         return {
@@ -74,16 +76,14 @@ class FusionParams:
             QueryKind.FEEDBACK: self.feedback_weight,
         }[kind]
 
-    def leg_weights(self) -> dict[int, float]:
-        """Each leg's weight under this method, keyed by its common_pb2.Leg value."""
-        if self.method is FusionMethod.RRF:
-            return {common_pb2.LEG_BM25: self.rrf_bm25_weight, common_pb2.LEG_VECTOR: self.rrf_vector_weight,
-                    common_pb2.LEG_TAG: self.rrf_tag_weight, common_pb2.LEG_GRAPH: self.graph_weight}
-        return {common_pb2.LEG_BM25: self.bm25_weight, common_pb2.LEG_VECTOR: self.vector_weight,
-                common_pb2.LEG_TAG: self.tag_weight, common_pb2.LEG_GRAPH: self.graph_weight}
+    def weights(self) -> dict[str, float]:
+        """The leg weights this method applies, by leg name."""
+        return self.rrf_leg_weights if self.method is FusionMethod.RRF else self.leg_weights
 
     def leg_weight(self, leg: int) -> float:
-        return self.leg_weights().get(leg, 1.0)
+        """The weight of a leg's lists under this method, by its common_pb2.Leg value (any value: see legs)."""
+        name = legs.name_of(leg)
+        return self.weights().get(name, legs.default_weight(name, rrf=self.method is FusionMethod.RRF))
 
 
 @dataclass
@@ -153,7 +153,8 @@ def fuse(rankings: list[Ranking], params: FusionParams | None = None, limit: int
     params = params or FusionParams()
     fused: dict[str, Fused] = {}
     best_contribution: dict[str, float] = {}
-    top_original: dict[int, set[str]] = {leg: set() for leg in BONUS_LEGS}
+    # The legs whose original lists earn RRF's top-rank bonus when all of them put a document in their head.
+    top_original: dict[int, set[str]] = {leg: set() for leg in legs.bonus_values()}
 
     for ranking in rankings:
         items = best_chunk_per_document(ranking.items)
@@ -178,7 +179,7 @@ def fuse(rankings: list[Ranking], params: FusionParams | None = None, limit: int
                 best_contribution[it.doc_id] = contribution
                 entry.chunk_id = it.chunk_id
 
-    if params.method is FusionMethod.RRF and params.top_rank_bonus:
+    if params.method is FusionMethod.RRF and params.top_rank_bonus and top_original:
         for doc_id in set.intersection(*top_original.values()):
             fused[doc_id].score += params.top_rank_bonus
 

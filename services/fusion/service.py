@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import grpc
 
+from hybridsearch.common import legs
 from hybridsearch.common.config import get_settings
 from hybridsearch.common.server import serve
 from hybridsearch.common.validation import InvalidArgument, abort_invalid
@@ -11,8 +12,8 @@ from hybridsearch.fusion.methods import FusionParams, Item, QueryKind, Ranking, 
 from hybridsearch.fusion.params import params_from_proto, params_to_proto
 from hybridsearch.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc
 
-# The legs fusion accepts (every common_pb2.Leg but UNSPECIFIED); lists and evidence carry the enum itself.
-LEGS = frozenset(common_pb2.Leg.values()) - {common_pb2.LEG_UNSPECIFIED}
+# Lists and evidence carry the leg's common_pb2.Leg value. Any value but UNSPECIFIED is a leg: proto3
+# enums are open, and a leg the leg table (common.legs) has no row for fuses with the default weight.
 KINDS = {
     common_pb2.QUERY_KIND_UNSPECIFIED: QueryKind.ORIGINAL,
     common_pb2.QUERY_KIND_ORIGINAL: QueryKind.ORIGINAL,
@@ -36,8 +37,9 @@ def fuse_proto(lists: list[common_pb2.RankedList], params: FusionParams, limit: 
     texts: dict[str, tuple[str, str]] = {}
     rankings = []
     for rl in lists:
-        if rl.leg not in LEGS:
-            raise InvalidArgument(f"every list needs a leg ({', '.join(common_pb2.Leg.Name(v) for v in sorted(LEGS))})")
+        if rl.leg <= common_pb2.LEG_UNSPECIFIED:
+            raise InvalidArgument("every list needs a leg: a Leg value above 0 ("
+                                  + ", ".join(f"{s.value} {s.name}" for s in legs.SPECS) + ", or a leg of its own)")
         if with_text:
             for h in rl.hits:
                 texts.setdefault(h.chunk_id, (h.title, h.text))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hybridsearch.common import services
 from hybridsearch.common.config import Settings
 from hybridsearch.common.server import internal_channel
 from hybridsearch.reranker.client import RerankerClient
@@ -22,7 +23,7 @@ class Backends:
     @classmethod
     def connect(cls, settings: Settings) -> Backends:
         ep = settings.endpoints
-        channels = {name: internal_channel(ep.addr(name)) for name in ("bm25", "vector", "expansion", "fusion")}
+        channels = {name: internal_channel(ep.addr(name)) for name in services.INTERNAL}
         return cls(
             bm25=bm25_pb2_grpc.Bm25ServiceStub(channels["bm25"]),
             vector=vector_pb2_grpc.VectorServiceStub(channels["vector"]),

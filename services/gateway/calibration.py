@@ -8,8 +8,8 @@ hit against fixed references instead (Gnosis' design, "Smart Skip" and "Score In
   the lists that found it, over the *theoretical maximum* of the lists that ran: a document ranked first
   in every one of them (an empty list counts: a perfect match would have been in it). Weights are the
   ones fusion applied (the list's kind weight times the method's leg weight, fusion.methods). Under RRF
-  this is the fused score over its closed-form maximum, the top-rank bonus included when both original
-  BM25 and vector lists ran. The score-based methods (min-max, z-score, DBSF) normalise every list to its
+  this is the fused score over its closed-form maximum, the top-rank bonus included when the original
+  lists of every leg that earns it (the leg table, common.legs: BM25 and vector) ran. The score-based methods (min-max, z-score, DBSF) normalise every list to its
   own query, so their fused score has no query-independent maximum (z-score's top grows with the list's
   length; min-max and DBSF give every list's top 1 whatever its relevance): their hits are measured by the
   same rank evidence, under the method's leg weights. Fusion-stage metadata boosts multiply `x` (at most 1).
@@ -46,7 +46,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
-from hybridsearch.fusion.methods import BONUS_LEGS, FusionMethod, FusionParams
+from hybridsearch.common import legs
+from hybridsearch.fusion.methods import FusionMethod, FusionParams
 from hybridsearch.fusion.service import KINDS
 from hybridsearch.v1 import common_pb2, fusion_pb2
 
@@ -85,8 +86,8 @@ def scale_of(lists: Iterable[common_pb2.RankedList], params: FusionParams) -> Sc
         weights.setdefault((rl.leg, rl.kind), list_weight(rl, params))
     maximum = sum(list_weight(rl, params) / (params.rrf_k + 1) for rl in lists)
     ran = {rl.leg for rl in lists if rl.kind == ORIGINAL}
-    bonus = params.top_rank_bonus if params.method is FusionMethod.RRF else 0.0
-    if set(BONUS_LEGS) <= ran:
+    bonus = params.top_rank_bonus if params.method is FusionMethod.RRF and legs.bonus_values() else 0.0
+    if bonus and legs.bonus_values() <= ran:
         maximum += bonus
     cosines = [h.score for rl in lists if (rl.leg, rl.kind) == (common_pb2.LEG_VECTOR, ORIGINAL) for h in rl.hits]
     return Scale(weights, params.rrf_k, maximum, bonus, params.top_rank_window, min(cosines, default=None))
@@ -98,7 +99,7 @@ def evidence_share(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale, boo
         return 0.0
     total = sum(scale.weights.get((e.leg, e.kind), 0.0) / (scale.k + e.rank) for e in evidence)
     top = {e.leg for e in evidence if e.kind == ORIGINAL and e.rank <= scale.window}
-    if scale.bonus and set(BONUS_LEGS) <= top:
+    if scale.bonus and legs.bonus_values() <= top:
         total += scale.bonus
     return min(1.0, boost * total / scale.maximum)
 

@@ -20,6 +20,7 @@ import pytest
 import yaml
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from hybridsearch.common import legs, services
 from hybridsearch.common.config import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,7 +29,7 @@ HELM_SH = REPO / "charts" / "tools" / "helm.sh"
 HOLLOW_VALUES = CHART / "ci" / "hollow-nodes-values.yaml"
 CURRENT_K8S = "1.35.0"  # helm 4's own default; kubernetes-validate ships 1.25 .. 1.37
 OLDEST_SCHEMAS = "1.25.0"  # the oldest kubernetes-validate ships: 1.20 has none
-PYTHON_SERVICES = ("gateway", "bm25", "vector", "expansion", "fusion")
+PYTHON_SERVICES = services.NAMES
 RELEASE = "hs"
 
 
@@ -122,7 +123,9 @@ FULL_VALUES = {
     "gateway": {"service": {"type": "LoadBalancer"}},
     "metrics": {"serviceMonitor": {"enabled": True}},
     "triton": {"modelRepository": {"existingClaim": "reranker-models", "config": 'name: "reranker"\n'}},
-    "config": {"fusion": {"method": "rrf"}, "vector": {"indexed_fields": ["lang"]}},
+    # Leg weights by leg name, and an old name of one (still read onto its leg).
+    "config": {"fusion": {"method": "rrf", "leg_weights": {"bm25": 0.4, "vector": 0.6}, "rrf_tag_weight": 2.0},
+               "vector": {"indexed_fields": ["lang"]}},
     "collections": {"notes": {"fuzzy": True, "fields": {"summary": 2.0}, "tag_leg": True,
                               "boosts": [{"field": "status", "value": "done", "fusion": 0.6, "rerank": 0.7}]}},
 }
@@ -314,6 +317,7 @@ BAD_VALUES = {
     "port out of range": ({"bm25": {"port": 70000}}, "/bm25/port"),
     "misspelt setting": ({"config": {"fusion": {"methd": "rrf"}}}, "methd"),
     "unknown fusion method": ({"config": {"fusion": {"method": "borda"}}}, "/config/fusion/method"),
+    "misspelt leg": ({"config": {"fusion": {"leg_weights": {"bm52": 0.4}}}}, "bm52"),
     "setting of the wrong type": ({"config": {"bm25": {"k1": "high"}}}, "/config/bm25/k1"),
     "address the chart owns": ({"config": {"endpoints": {"bm25_addr": "x:1"}}}, "endpoints"),
     "engine URL without a scheme": (
@@ -412,7 +416,8 @@ def test_rendered_environment_configures_the_services(helm, full_values, monkeyp
                 section, _, key = name.removeprefix("HYBRIDSEARCH_").lower().partition("__")
                 assert section in fields, name
                 if key:
-                    assert key in type(getattr(settings, section)).model_fields, name
+                    old_name = section == "fusion" and key in legs.LEGACY  # read onto its leg's weight
+                    assert key in type(getattr(settings, section)).model_fields or old_name, name
         assert settings.endpoints.host == "0.0.0.0"
         for svc in PYTHON_SERVICES:
             port = find(docs, "Service", svc)["spec"]["ports"][0]["port"]
@@ -427,6 +432,8 @@ def test_rendered_environment_configures_the_services(helm, full_values, monkeyp
         assert settings.expansion.redis_url == "redis://redis-master:6379/0"
         assert settings.expansion.cache_ttl_s == 604800
         assert settings.fusion.method == "rrf"
+        assert settings.fusion.leg_weights == {"bm25": 0.4, "vector": 0.6, "tag": 0.5, "graph": 0.25}
+        assert settings.fusion.rrf_leg_weights["tag"] == 2.0
         notes = settings.collections["notes"]
         assert notes.fuzzy and notes.fields == {"summary": 2.0} and notes.boosts[0].rerank == 0.7
         assert settings.metrics_port == 9464
@@ -613,3 +620,11 @@ def test_reconcile_dials_the_stores_with_the_internal_certificate(helm):
             assert spec["containers"][0]["volumeMounts"][0]["mountPath"] == "/etc/hybridsearch/tls"
         else:
             assert "volumes" not in spec and "volumeMounts" not in spec["containers"][0]
+
+
+def test_the_charts_python_services_are_the_service_table():
+    """The templates range over one list (_helpers.tpl's hybridsearch.pythonServices): services/common/services.py's."""
+    helpers = (CHART / "templates" / "_helpers.tpl").read_text()
+    listed = helpers.split('{{- define "hybridsearch.pythonServices" -}}', 1)[1].split("{{- end }}", 1)[0].split()
+    assert tuple(listed) == services.NAMES
+    assert all((CHART / "templates" / f"{name}.yaml").exists() for name in services.NAMES)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hybridsearch.client import Not, document, explain_lines, search_request
-from hybridsearch.v1 import common_pb2, search_pb2
+from hybridsearch.v1 import common_pb2, fusion_pb2, search_pb2
 
 
 def test_defaults_leave_the_server_to_decide():
@@ -21,6 +21,8 @@ def test_keywords_map_to_the_proto():
     assert request.HasField("rerank") and not request.rerank
     assert request.fusion.rrf_k == 30 and request.fusion.HasField("bm25_weight")  # 0 is a value, not "unset"
     assert request.offset == 10 and request.explain
+    keyed = search_request("q", fusion={"leg_weights": {"bm25": 0.0, "tag": 0.25}})
+    assert dict(keyed.fusion.leg_weights) == {"bm25": 0.0, "tag": 0.25}
 
 
 def test_filters_from_a_mapping():
@@ -50,3 +52,15 @@ def test_explain_lines_read_an_answer():
         explain=search_pb2.Explanation(timings=[search_pb2.StageTiming(stage="fusion", ms=1.25)]),
         notices=["reranker skipped"])
     assert explain_lines(response) == ["bm25: ok (tantivy)", "timings: fusion 1.2 ms", "notice: reranker skipped"]
+
+
+def test_explain_lines_name_the_fusion_weights_by_leg_once():
+    """The applied config carries each leg weight twice (the map, and the old named field for old readers):
+    the lines show the maps; a leg the table has no row for is named by its value."""
+    fusion = fusion_pb2.FusionConfig(method=common_pb2.FUSION_METHOD_RRF, rrf_k=60, bm25_weight=0.5,
+                                     leg_weights={"vector": 0.5, "bm25": 0.5}, rrf_leg_weights={"bm25": 1.0})
+    response = search_pb2.SearchResponse(explain=search_pb2.Explanation(
+        fusion=fusion, leg_lists=[common_pb2.RankedList(leg=99, kind=common_pb2.QUERY_KIND_ORIGINAL, weight=1.0)]))
+    assert explain_lines(response)[:2] == [
+        "list leg_99/original weight 1: 0 hits",
+        "fusion: method 1, rrf_k 60.0, leg_weights bm25 0.5 vector 0.5, rrf_leg_weights bm25 1"]

@@ -1,9 +1,11 @@
 import pytest
 
+from hybridsearch.common import legs
 from hybridsearch.fusion.methods import FusionMethod, FusionParams, Item, QueryKind, Ranking, fuse
 from hybridsearch.v1 import common_pb2
 
 BM25, VECTOR = common_pb2.LEG_BM25, common_pb2.LEG_VECTOR
+RAG = {"bm25": 0.4, "vector": 0.6}  # the RAG service's min-max weights (the worked examples')
 
 
 def ranking(leg, ids, kind=QueryKind.ORIGINAL, scores=None):
@@ -55,10 +57,10 @@ def test_best_chunk_per_document_votes_once_and_keeps_best_chunk():
     assert fused[1].score == pytest.approx(1 / 62)  # B is the second document, not the third hit
 
 
-def test_linear_minmax_default_weights():
+def test_linear_minmax_leg_weights():
     bm25 = ranking(BM25, "AB", scores=[10.0, 0.0])
     vector = ranking(VECTOR, "BA", scores=[0.9, 0.1])
-    fused = {f.doc_id: f.score for f in fuse([bm25, vector], FusionParams(method=FusionMethod.LINEAR))}
+    fused = {f.doc_id: f.score for f in fuse([bm25, vector], FusionParams(method=FusionMethod.LINEAR, leg_weights=RAG))}
     assert fused["A"] == pytest.approx(0.4)
     assert fused["B"] == pytest.approx(0.6)
 
@@ -88,7 +90,8 @@ def test_single_list_keeps_its_order(method):
 
 def test_dbsf_clips_outliers():
     scores = [100.0] + [1.0] * 20
-    fused = fuse([ranking(BM25, [f"d{i}" for i in range(21)], scores=scores)], FusionParams(method=FusionMethod.DBSF))
+    fused = fuse([ranking(BM25, [f"d{i}" for i in range(21)], scores=scores)],
+                 FusionParams(method=FusionMethod.DBSF, leg_weights=RAG))
     assert fused[0].doc_id == "d0"
     assert fused[0].score == pytest.approx(0.4)  # clipped at 1.0 x bm25 weight 0.4
 
@@ -97,16 +100,56 @@ def test_zscore_worked_example():
     # bm25 scores 3, 2, 1 -> z = 1.2247, 0, -1.2247 -> shifted 2.449, 1.2247, 0; vector 0.5 / 0.5 -> all 1.0
     bm25 = ranking(BM25, "ABC", scores=[3.0, 2.0, 1.0])
     vector = ranking(VECTOR, "CB", scores=[0.5, 0.5])
-    fused = {f.doc_id: f.score for f in fuse([bm25, vector], FusionParams(method=FusionMethod.ZSCORE))}
+    fused = {f.doc_id: f.score for f in fuse([bm25, vector], FusionParams(method=FusionMethod.ZSCORE, leg_weights=RAG))}
     assert fused["A"] == pytest.approx(0.4 * 2.449490, rel=1e-5)
     assert fused["B"] == pytest.approx(0.4 * 1.224745 + 0.6 * 1.0, rel=1e-5)
     assert fused["C"] == pytest.approx(0.6 * 1.0)
 
 
 def test_rrf_leg_weights_scale_each_leg():
-    params = FusionParams(top_rank_bonus=0.0, rrf_bm25_weight=1.0, rrf_vector_weight=2.0)
+    params = FusionParams(top_rank_bonus=0.0, rrf_leg_weights={"bm25": 1.0, "vector": 2.0})
     fused = {f.doc_id: f.score for f in fuse([ranking(BM25, "A"), ranking(VECTOR, "B"),
                                                ranking(VECTOR, "C", QueryKind.SEMANTIC_VARIANT)], params)}
     assert fused["A"] == pytest.approx(1 / 61)
     assert fused["B"] == pytest.approx(2 / 61)
     assert fused["C"] == pytest.approx(2 * 0.5 / 61)  # leg weight times the variant weight
+
+
+# --- legs by the leg table (common.legs) --------------------------------------------------------------------
+
+UNKNOWN = 99  # a Leg value the enum does not name (proto3 enums are open) and no row of the leg table has
+
+
+@pytest.mark.parametrize("method", list(FusionMethod))
+def test_a_leg_without_a_row_fuses_with_the_default_weight(method):
+    params = FusionParams(method=method, top_rank_bonus=0.0)
+    default = legs.DEFAULT_RRF_WEIGHT if method is FusionMethod.RRF else legs.DEFAULT_WEIGHT
+    assert params.leg_weight(UNKNOWN) == default and legs.name_of(UNKNOWN) == "leg_99"
+    fused = {f.doc_id: f for f in fuse([ranking(UNKNOWN, "A"), ranking(BM25, "B")], params)}
+    assert fused["A"].evidence[0].leg == UNKNOWN
+    expected = default / 61 if method is FusionMethod.RRF else default * 1.0  # one hit: normalised to 1
+    assert fused["A"].score == pytest.approx(expected)
+    # Named by its `leg_<n>` key, it weighs what the config says.
+    params.weights()["leg_99"] = 3.0
+    assert fuse([ranking(UNKNOWN, "A")], params)[0].score == pytest.approx(3 / 61 if method is FusionMethod.RRF else 3.0)
+
+
+FAKE = legs.LegSpec("fake", UNKNOWN, weight=0.3, rrf_weight=2.0, bonus=True)
+
+
+def test_a_new_row_is_a_new_leg_for_fusion_without_another_edit(monkeypatch):
+    """A fourth leg is one row: its default weights, its name as the weight key, its share of the bonus."""
+    monkeypatch.setattr(legs, "SPECS", (*legs.SPECS, FAKE))
+    params = FusionParams()
+    assert params.rrf_leg_weights["fake"] == 2.0 and params.leg_weights["fake"] == 0.3
+    assert params.leg_weight(UNKNOWN) == 2.0 and legs.name_of(UNKNOWN) == "fake"
+    lists = [ranking(BM25, "AB"), ranking(VECTOR, "AC"), ranking(UNKNOWN, "DA")]
+    scores = {f.doc_id: f.score for f in fuse(lists, params)}
+    # A is in the head of all three bonus legs' original lists: it earns the bonus; without FAKE's list it would not.
+    assert scores["A"] == pytest.approx(1 / 61 + 1 / 61 + 2 / 62 + 0.1)
+    without = {f.doc_id: f.score for f in fuse(lists[:2], params)}
+    assert without["A"] == pytest.approx(2 / 61)
+
+
+def test_the_bonus_legs_are_the_rows_that_earn_it():
+    assert legs.bonus_values() == {BM25, VECTOR}

@@ -16,6 +16,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 from stacks import running_stack, stack_env_on
 
 from hybridsearch.client import GatewayClient
+from hybridsearch.common import services
 from hybridsearch.common.apikeys import create_key
 from hybridsearch.common.tls import TlsFiles
 from hybridsearch.v1 import ingest_pb2, search_pb2
@@ -177,7 +178,7 @@ def test_a_plaintext_client_is_refused_by_the_tls_gateway(secure_stack):
     assert code == grpc.StatusCode.UNAVAILABLE
 
 
-@pytest.mark.parametrize("service", ["bm25", "vector", "expansion", "fusion"])
+@pytest.mark.parametrize("service", services.INTERNAL)
 def test_internal_services_require_a_client_certificate(secure_stack, service):
     files = TlsFiles.of(secure_stack.settings)
     address = secure_stack.settings.endpoints.addr(service)

@@ -14,7 +14,7 @@ from hybridsearch.v1 import common_pb2, fusion_pb2
 BM25, VECTOR, TAG = common_pb2.LEG_BM25, common_pb2.LEG_VECTOR, common_pb2.LEG_TAG
 ORIGINAL, LEXICAL = common_pb2.QUERY_KIND_ORIGINAL, common_pb2.QUERY_KIND_LEXICAL_VARIANT
 RRF = FusionParams(method=FusionMethod.RRF)
-ZSCORE = FusionParams(method=FusionMethod.ZSCORE, bm25_weight=0.5, vector_weight=0.5)
+ZSCORE = FusionParams(method=FusionMethod.ZSCORE, leg_weights={"bm25": 0.5, "vector": 0.5})
 
 
 def ranked(leg, *cosines_or_scores, kind=ORIGINAL, weight=1.0, prefix="d"):
@@ -45,8 +45,8 @@ def test_rrf_share_is_the_fused_score_over_its_closed_form_maximum():
 
 def test_score_based_methods_use_rank_evidence_under_their_leg_weights_and_no_bonus():
     lists = [ranked(BM25, 3.0), ranked(VECTOR, 0.5), ranked(TAG, 2.0)]
-    scale = scale_of(lists, FusionParams(method=FusionMethod.ZSCORE, bm25_weight=0.2, vector_weight=0.6,
-                                         tag_weight=0.2))
+    scale = scale_of(lists, FusionParams(method=FusionMethod.ZSCORE,
+                                         leg_weights={"bm25": 0.2, "vector": 0.6, "tag": 0.2}))
     assert scale.bonus == 0 and scale.maximum == pytest.approx(1.0 / 61)
     assert evidence_share([ev(VECTOR, 1)], scale) == pytest.approx(0.6)
     assert evidence_share([ev(BM25, 1), ev(VECTOR, 1), ev(TAG, 1)], scale) == pytest.approx(1.0)

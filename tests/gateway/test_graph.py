@@ -48,7 +48,7 @@ def test_the_graph_hit_lifts_the_chunk_fusion_chose():
 
 
 def test_graph_weight_weighs_the_graph_list_under_every_method():
-    params = FusionParams(graph_weight=0.25)
+    params = FusionParams(leg_weights={"graph": 0.25}, rrf_leg_weights={"graph": 0.25})
     assert params.leg_weight(GRAPH) == 0.25
     params.method = FusionMethod.ZSCORE
     assert params.leg_weight(GRAPH) == 0.25

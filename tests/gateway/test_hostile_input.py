@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from stacks import gateway_client, running_stack, stack_env_on
 
+from hybridsearch.common import legs, services
 from hybridsearch.common.access import gateway_channel
 from hybridsearch.common.limits import (
     MAX_DELETE_IDS,
@@ -313,6 +314,7 @@ IDS = mostly(st.sampled_from(["d0", "d1", "f1", "f2", "\U0001f600", "x\x00y"]),
 KEYS = mostly(st.sampled_from(["lang", "a-b", "_k", "k", "0"]), hostile("key"))
 VALUES = st.one_of(st.sampled_from(["en", "fr", "0", "x"]), hostile("value"))
 ENUMS = mostly(st.integers(0, 3), INT32)
+LEG_NAMES = mostly(st.sampled_from([*legs.names(), "leg_99"]), hostile("key"))  # fusion weight keys
 
 
 @st.composite
@@ -338,7 +340,9 @@ def search_requests(draw):
         request.fusion.CopyFrom(fusion_pb2.FusionConfig(
             method=draw(mostly(st.integers(0, 4), INT32)), rrf_k=draw(mostly(st.floats(0, 100), FLOATS)),
             bm25_weight=draw(mostly(st.floats(0, 1), FLOATS)), vector_weight=draw(mostly(st.floats(0, 1), FLOATS)),
-            variant_weight=draw(FLOATS), hyde_weight=draw(FLOATS)))
+            variant_weight=draw(FLOATS), hyde_weight=draw(FLOATS),
+            leg_weights=draw(st.dictionaries(LEG_NAMES, mostly(st.floats(0, 1), FLOATS), max_size=5)),
+            rrf_leg_weights=draw(st.dictionaries(LEG_NAMES, mostly(st.floats(0, 2), FLOATS), max_size=5))))
     return request
 
 
@@ -434,6 +438,6 @@ def test_every_process_survived_the_fuzz(stack, tmp_path_factory):
     for key, n in counts.items():
         print(f"  {key:40s} {n}")
     assert STARTED_PIDS and process_ids(stack) == STARTED_PIDS, "a process of the stack died (or was restarted)"
-    for service in ("gateway", "bm25", "vector", "expansion", "fusion"):
+    for service in services.NAMES:
         assert grpc_healthy(stack.settings.endpoints.addr(service), timeout=5.0), f"{service} no longer serves"
 

@@ -40,7 +40,7 @@ def test_fusion_override_is_validated_and_applied():
 
     plan = plan_search(search_pb2.SearchRequest(query="q", fusion=fusion_pb2.FusionConfig(
         method=common_pb2.FUSION_METHOD_LINEAR, bm25_weight=0.7)), Settings())
-    assert plan.fusion.method.value == "linear" and plan.fusion.bm25_weight == pytest.approx(0.7)
+    assert plan.fusion.method.value == "linear" and plan.fusion.leg_weights["bm25"] == pytest.approx(0.7)
     with pytest.raises(InvalidArgument):
         plan_search(search_pb2.SearchRequest(query="q", fusion=fusion_pb2.FusionConfig(rrf_k=-1)), Settings())
 

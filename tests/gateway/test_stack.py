@@ -12,6 +12,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
 from hybridsearch.cli import SAMPLE_CORPUS
+from hybridsearch.common import services
 from hybridsearch.corpus import read_folder
 from hybridsearch.v1 import common_pb2, fusion_pb2, ingest_pb2, search_pb2
 
@@ -51,7 +52,7 @@ def test_the_stack_runs_real_redis_and_triton(stack):
     assert "triton: started" in notes
 
 
-@pytest.mark.parametrize("service", ["gateway", "bm25", "vector", "expansion", "fusion"])
+@pytest.mark.parametrize("service", services.NAMES)
 def test_every_service_has_health_and_reflection(stack, service):
     with grpc.insecure_channel(stack.settings.endpoints.addr(service)) as channel:
         reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
@@ -84,7 +85,9 @@ def test_explain_shows_the_fusion_parameters_applied(gateway, stack, sample):
     applied = response.explain.fusion
     assert applied.method == common_pb2.FUSION_METHOD_RRF and applied.rrf_k == 12
     assert applied.HasField("hyde_weight") and applied.hyde_weight == pytest.approx(stack.settings.fusion.hyde_weight)
-    assert applied.HasField("bm25_weight") and applied.bm25_weight == pytest.approx(stack.settings.fusion.bm25_weight)
+    assert dict(applied.leg_weights) == pytest.approx(stack.settings.fusion.leg_weights)
+    assert applied.rrf_leg_weights["bm25"] == pytest.approx(stack.settings.fusion.rrf_leg_weights["bm25"])
+    assert applied.HasField("rrf_bm25_weight") and applied.rrf_bm25_weight == applied.rrf_leg_weights["bm25"]  # old readers
     assert not any("fused in the gateway" in n for n in response.notices)
 
 

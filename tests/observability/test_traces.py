@@ -14,11 +14,12 @@ from dataclasses import dataclass
 import pytest
 from otel_helpers import new_traceparent, wait_for
 
+from hybridsearch.common import services
 from hybridsearch.v1 import search_pb2
 
 pytestmark = pytest.mark.stack
 
-SERVICES = {f"hybridsearch-{name}" for name in ("gateway", "bm25", "vector", "expansion", "fusion")}
+SERVICES = {f"hybridsearch-{name}" for name in services.NAMES}
 GATEWAY = "hybridsearch-gateway"
 SEARCH_METHOD = "/hybridsearch.v1.SearchService/Search"
 OK = search_pb2.LEG_STATE_OK

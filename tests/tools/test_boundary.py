@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from hybridsearch.common import services
+
 SERVICES = Path(__file__).resolve().parents[2] / "services"
 # What a running service imports: the five services, the gateway's clients, what they share, reconcile.
-SERVING = ["gateway", "bm25", "vector", "expansion", "fusion", "common", "reconcile", "client",
+SERVING = [*services.NAMES, "common", "reconcile", "client",
            "reranker/blend.py", "reranker/client.py", "reranker/triton.py"]
 
 

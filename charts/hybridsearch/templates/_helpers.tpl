@@ -100,6 +100,14 @@ exec:
 {{- end }}
 
 {{/*
+The Python services, one component each: services/common/services.py's table (tests/charts checks the two
+agree). A space-separated string: `splitList " " (include "hybridsearch.pythonServices" .)`.
+*/}}
+{{- define "hybridsearch.pythonServices" -}}
+gateway bm25 vector expansion fusion
+{{- end }}
+
+{{/*
 An environment value as a string: helm reads every YAML number as float64, which prints large
 integers in exponent form (604800 -> 6.048e+05), so whole numbers are printed as integers; lists
 and maps become JSON, which pydantic-settings parses for list and dict settings.
@@ -124,7 +132,7 @@ Args: root, name, component.
 {{- $_ = set $env "HYBRIDSEARCH_LOG_LEVEL" "INFO" }}
 {{- /* Listen on every interface; dial the other services by their Service names. */}}
 {{- $_ = set $env "HYBRIDSEARCH_ENDPOINTS__HOST" "0.0.0.0" }}
-{{- range $svc := list "gateway" "bm25" "vector" "expansion" "fusion" }}
+{{- range $svc := splitList " " (include "hybridsearch.pythonServices" $root) }}
 {{- $port := (index $v $svc).port }}
 {{- $_ = set $env (printf "HYBRIDSEARCH_ENDPOINTS__%s_PORT" (upper $svc)) (include "hybridsearch.envValue" $port) }}
 {{- $_ = set $env (printf "HYBRIDSEARCH_ENDPOINTS__%s_ADDR" (upper $svc)) (printf "%s:%s" (include "hybridsearch.componentName" (dict "root" $root "name" $svc)) (include "hybridsearch.envValue" $port)) }}

@@ -11,8 +11,8 @@ MODES = frozenset({common_pb2.RETRIEVAL_MODE_BM25, common_pb2.RETRIEVAL_MODE_HYB
 
 @dataclass(frozen=True)
 class Bm25Leg:
-    leg: int = common_pb2.LEG_BM25
-    name: str = "bm25"
+    leg: int    # its row of the leg table (common.legs): the registry builds it with the row's value and name
+    name: str
     part: str = "bm25"
     off: str = "mode"
     kinds: frozenset[int] = frozenset({common_pb2.QUERY_KIND_ORIGINAL, common_pb2.QUERY_KIND_LEXICAL_VARIANT})

@@ -1,7 +1,9 @@
 """What a retrieval leg is to the gateway: one small typed interface.
 
-A leg is one module (bm25.py, vector.py, tag.py) and one row of the registry (legs/registry.py); the
-search pipeline loops over the registry and never names a leg. Adding a leg is a module and its row.
+A leg is one module (bm25.py, vector.py, tag.py) and one row of the leg table (common/legs.py: its name,
+Leg value, fusion weights, top-rank bonus and this class), from which the registry (legs/registry.py) is
+built; the search pipeline loops over the registry and never names a leg, and fusion, settings, metrics
+and calibration read the same row. Adding a leg is a module and its row.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from hybridsearch.v1 import common_pb2
 class RetrievalLeg(Protocol):
     """One ranked-list source: which plans use it, which queries it takes, how its service is called."""
 
-    leg: int                # its common_pb2.Leg value: how fusion and the answer's evidence name it
-    name: str               # display name: its LegStatus, span, stage timings and metrics label
+    leg: int                # its common_pb2.Leg value (its leg table row's): how fusion and the answer's evidence name it
+    name: str               # its row's name: LegStatus, span, stage timings, metrics label, fusion weight key
     part: str               # the service that answers it: the breaker it is counted against
     off: str                # its SKIPPED reason when a plan does not use it
     kinds: frozenset[int]   # the common_pb2.QueryKind values it runs (ORIGINAL and its variants)

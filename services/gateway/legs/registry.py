@@ -1,18 +1,26 @@
-"""Every retrieval leg the gateway runs beside the others, keyed by its proto `Leg` value: the one place a
-leg is registered. LEG_GRAPH is not here: link expansion runs after fusion (gateway.graph)."""
+"""Every retrieval leg the gateway runs beside the others, keyed by its proto `Leg` value: built from the
+leg table (common.legs), whose row names the leg's class here ("module:Class"), so a leg is its module and
+that one row. A row without a class is not run here: LEG_GRAPH's link expansion runs after fusion
+(gateway.graph)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from importlib import import_module
 from types import MappingProxyType
 
-from hybridsearch.gateway.legs.bm25 import Bm25Leg
+from hybridsearch.common import legs
 from hybridsearch.gateway.legs.protocol import RetrievalLeg
-from hybridsearch.gateway.legs.tag import TagLeg
-from hybridsearch.gateway.legs.vector import VectorLeg
-from hybridsearch.v1 import common_pb2
 
-LEGS: MappingProxyType[int, RetrievalLeg] = MappingProxyType({
-    common_pb2.LEG_BM25: Bm25Leg(),
-    common_pb2.LEG_VECTOR: VectorLeg(),
-    common_pb2.LEG_TAG: TagLeg(),
-})
+
+def build(specs: Iterable[legs.LegSpec]) -> MappingProxyType[int, RetrievalLeg]:
+    """Each row's gateway class, made with the row's Leg value and name, keyed by the value."""
+    out: dict[int, RetrievalLeg] = {}
+    for spec in specs:
+        if spec.gateway:
+            module, _, cls = spec.gateway.partition(":")
+            out[spec.value] = getattr(import_module(module), cls)(leg=spec.value, name=spec.name)
+    return MappingProxyType(out)
+
+
+LEGS: MappingProxyType[int, RetrievalLeg] = build(legs.SPECS)

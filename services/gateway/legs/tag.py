@@ -20,8 +20,8 @@ POOL_SHARE = 0.75
 
 @dataclass(frozen=True)
 class TagLeg:
-    leg: int = common_pb2.LEG_TAG
-    name: str = "tag"
+    leg: int    # its row of the leg table (common.legs): the registry builds it with the row's value and name
+    name: str
     part: str = "vector"
     off: str = "collection without tag_leg, or not hybrid"
     kinds: frozenset[int] = frozenset({common_pb2.QUERY_KIND_ORIGINAL})

@@ -12,8 +12,8 @@ MODES = frozenset({common_pb2.RETRIEVAL_MODE_VECTOR, common_pb2.RETRIEVAL_MODE_H
 
 @dataclass(frozen=True)
 class VectorLeg:
-    leg: int = common_pb2.LEG_VECTOR
-    name: str = "vector"
+    leg: int    # its row of the leg table (common.legs): the registry builds it with the row's value and name
+    name: str
     part: str = "vector"
     off: str = "mode"
     kinds: frozenset[int] = frozenset({common_pb2.QUERY_KIND_ORIGINAL, common_pb2.QUERY_KIND_SEMANTIC_VARIANT,

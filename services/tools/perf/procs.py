@@ -11,9 +11,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from hybridsearch.common import services
+
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
-SERVICES = ("gateway", "bm25", "vector", "expansion", "fusion")
+SERVICES = services.NAMES  # `hybridsearch serve <name>` children (common.services)
 
 
 def stack_processes(proc: Path = Path("/proc"), ports: dict[str, int] | None = None) -> dict[str, int]:

@@ -299,7 +299,8 @@ class Levers:
 
 
 def variant(setup: Setup, **changes) -> Setup:
-    """A copy of `setup` with nested fields changed: bm25__k1=1.2, fusion__rrf_k=20, depth=200."""
+    """A copy of `setup` with nested fields changed: bm25__k1=1.2, fusion__rrf_k=20, depth=200. A mapping
+    changes the entries it names: fusion__leg_weights={"bm25": 0.4} keeps the other legs' weights."""
     top: dict = {}
     nested: dict[str, dict] = {}
     for name, value in changes.items():
@@ -309,5 +310,8 @@ def variant(setup: Setup, **changes) -> Setup:
         else:
             top[name] = value
     for part, attrs in nested.items():
-        top[part] = replace(getattr(setup, part), **attrs)
+        current = getattr(setup, part)
+        attrs = {attr: {**getattr(current, attr), **value} if isinstance(value, dict) else value
+                 for attr, value in attrs.items()}
+        top[part] = replace(current, **attrs)
     return replace(setup, **top)

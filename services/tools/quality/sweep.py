@@ -42,7 +42,7 @@ class Row:
 
 FLAT = {"bm25__k1": 0.9, "bm25__b": 0.4, "bm25__stopwords": "lucene", "bm25__stemmer": "porter"}
 PLAIN_RRF = {"fusion__method": FusionMethod.RRF, "fusion__rrf_k": 60.0, "fusion__top_rank_bonus": 0.0,
-             "fusion__rrf_bm25_weight": 1.0, "fusion__rrf_vector_weight": 1.0}
+             "fusion__rrf_leg_weights": {"bm25": 1.0, "vector": 1.0}}
 
 
 def lever_rows(dense_levers: bool) -> list[Row]:
@@ -81,17 +81,17 @@ def lever_rows(dense_levers: bool) -> list[Row]:
         Row("fusion", "RRF k 60, equal weights (CodeRAG)", {**hybrid, **FLAT, **PLAIN_RRF}),
         Row("fusion", "RRF k 60 + top-rank bonus 0.1 (GNO)", {**hybrid, **FLAT, **PLAIN_RRF, "fusion__top_rank_bonus": 0.1}),
         Row("fusion", "min-max 0.4 / 0.6 (RAG service)", {**hybrid, **FLAT, "fusion__method": FusionMethod.LINEAR,
-                                                         "fusion__bm25_weight": 0.4, "fusion__vector_weight": 0.6}),
+                                                         "fusion__leg_weights": {"bm25": 0.4, "vector": 0.6}}),
         Row("fusion", "z-score 0.4 / 0.6", {**hybrid, **FLAT, "fusion__method": FusionMethod.ZSCORE,
-                                            "fusion__bm25_weight": 0.4, "fusion__vector_weight": 0.6}),
+                                            "fusion__leg_weights": {"bm25": 0.4, "vector": 0.6}}),
         Row("fusion", "DBSF 0.4 / 0.6", {**hybrid, **FLAT, "fusion__method": FusionMethod.DBSF,
-                                        "fusion__bm25_weight": 0.4, "fusion__vector_weight": 0.6}),
+                                        "fusion__leg_weights": {"bm25": 0.4, "vector": 0.6}}),
     ]
     for k in (10, 20, 40, 100):
         rows.append(Row("fusion", f"RRF k {k}", {**hybrid, **FLAT, **PLAIN_RRF, "fusion__rrf_k": float(k)}))
     for wb, wv in ((1.0, 1.5), (1.0, 2.0), (1.5, 1.0)):
         rows.append(Row("fusion", f"RRF k 60, BM25 {wb} / vector {wv}",
-                        {**hybrid, **FLAT, **PLAIN_RRF, "fusion__rrf_bm25_weight": wb, "fusion__rrf_vector_weight": wv}))
+                        {**hybrid, **FLAT, **PLAIN_RRF, "fusion__rrf_leg_weights": {"bm25": wb, "vector": wv}}))
     rows += [
         Row("fusion", "RRF k 60, legs 1000 deep", {**hybrid, **FLAT, **PLAIN_RRF, "depth": 1000}),
         Row("fusion", "RRF k 60, BM25 k1 1.2 b 0.75 + 179 stopwords",

@@ -24,8 +24,8 @@ COMPETITORS = {
     "bm25s": {"legs": ("bm25",), **HYBRID, "bm25__k1": 1.5, "bm25__b": 0.75, "bm25__stopwords": "en_plus",
               "bm25__stemmer": "english"},
     "dense": {"legs": ("vector",), **HYBRID},
-    "min-max 0.4/0.6": {**HYBRID, **FLAT, "fusion__method": FusionMethod.LINEAR, "fusion__bm25_weight": 0.4,
-                        "fusion__vector_weight": 0.6},
+    "min-max 0.4/0.6": {**HYBRID, **FLAT, "fusion__method": FusionMethod.LINEAR,
+                        "fusion__leg_weights": {"bm25": 0.4, "vector": 0.6}},
     "CodeRAG RRF": {**HYBRID, **FLAT, **PLAIN_RRF},
     "GNO RRF + bonus": {**HYBRID, **FLAT, **PLAIN_RRF, "fusion__top_rank_bonus": 0.1},
 }
@@ -40,10 +40,10 @@ FUSION_CHOICES = {
     "RRF k60": {**PLAIN_RRF},
     "RRF k60 +bonus": {**PLAIN_RRF, "fusion__top_rank_bonus": 0.1},
     "RRF k20": {**PLAIN_RRF, "fusion__rrf_k": 20.0},
-    "z-score .4/.6": {"fusion__method": FusionMethod.ZSCORE, "fusion__bm25_weight": 0.4, "fusion__vector_weight": 0.6},
-    "z-score .5/.5": {"fusion__method": FusionMethod.ZSCORE, "fusion__bm25_weight": 0.5, "fusion__vector_weight": 0.5},
-    "DBSF .5/.5": {"fusion__method": FusionMethod.DBSF, "fusion__bm25_weight": 0.5, "fusion__vector_weight": 0.5},
-    "min-max .4/.6": {"fusion__method": FusionMethod.LINEAR, "fusion__bm25_weight": 0.4, "fusion__vector_weight": 0.6},
+    "z-score .4/.6": {"fusion__method": FusionMethod.ZSCORE, "fusion__leg_weights": {"bm25": 0.4, "vector": 0.6}},
+    "z-score .5/.5": {"fusion__method": FusionMethod.ZSCORE, "fusion__leg_weights": {"bm25": 0.5, "vector": 0.5}},
+    "DBSF .5/.5": {"fusion__method": FusionMethod.DBSF, "fusion__leg_weights": {"bm25": 0.5, "vector": 0.5}},
+    "min-max .4/.6": {"fusion__method": FusionMethod.LINEAR, "fusion__leg_weights": {"bm25": 0.4, "vector": 0.6}},
 }
 FEEDBACK_CHOICES = {
     "none": {"prf_docs": 0, "rocchio_docs": 0},
@@ -62,7 +62,7 @@ JOINT_DENSE = {"400w": {"dense__chunk_words": 400}, "128w passages": {"dense__ch
 JOINT_FUSION = {
     "z-score .5/.5": FUSION_CHOICES["z-score .5/.5"],
     "z-score .4/.6": FUSION_CHOICES["z-score .4/.6"],
-    "z-score .6/.4": {"fusion__method": FusionMethod.ZSCORE, "fusion__bm25_weight": 0.6, "fusion__vector_weight": 0.4},
+    "z-score .6/.4": {"fusion__method": FusionMethod.ZSCORE, "fusion__leg_weights": {"bm25": 0.6, "vector": 0.4}},
     "DBSF .5/.5": FUSION_CHOICES["DBSF .5/.5"],
 }
 JOINT_FEEDBACK = {k: FEEDBACK_CHOICES[k] for k in ("none", "PRF 5", "PRF 5 + Rocchio 3")}
@@ -78,12 +78,13 @@ MPNET_COMPETITORS = {f"{name} (mpnet)": {**changes, **MPNET} for name, changes i
                      if name in ("dense", "min-max 0.4/0.6", "CodeRAG RRF", "GNO RRF + bonus")}
 MPNET_BM25 = {"title 0": BM25_179, "title 0.2": {**BM25_179, "bm25__title_boost": 0.2}}
 MPNET_FUSION = {
-    **{f"z-score {wb:g}/{1 - wb:g}": {"fusion__method": FusionMethod.ZSCORE, "fusion__bm25_weight": wb,
-                                     "fusion__vector_weight": round(1 - wb, 2)} for wb in (0.5, 0.4, 0.3)},
-    **{f"DBSF {wb:g}/{1 - wb:g}": {"fusion__method": FusionMethod.DBSF, "fusion__bm25_weight": wb,
-                                  "fusion__vector_weight": round(1 - wb, 2)} for wb in (0.5, 0.4)},
+    **{f"z-score {wb:g}/{1 - wb:g}": {"fusion__method": FusionMethod.ZSCORE,
+                                     "fusion__leg_weights": {"bm25": wb, "vector": round(1 - wb, 2)}}
+       for wb in (0.5, 0.4, 0.3)},
+    **{f"DBSF {wb:g}/{1 - wb:g}": {"fusion__method": FusionMethod.DBSF,
+                                  "fusion__leg_weights": {"bm25": wb, "vector": round(1 - wb, 2)}} for wb in (0.5, 0.4)},
     "RRF k60": {**PLAIN_RRF},
-    "RRF k60, vector 1.5": {**PLAIN_RRF, "fusion__rrf_vector_weight": 1.5},
+    "RRF k60, vector 1.5": {**PLAIN_RRF, "fusion__rrf_leg_weights": {"bm25": 1.0, "vector": 1.5}},
 }
 
 

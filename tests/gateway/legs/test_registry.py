@@ -4,7 +4,8 @@ import pytest
 
 from hybridsearch.common.collections import CollectionConfig
 from hybridsearch.common.config import Settings
-from hybridsearch.gateway.legs.registry import LEGS
+from hybridsearch.common import legs
+from hybridsearch.gateway.legs.registry import LEGS, build
 from hybridsearch.gateway.request import plan_search
 from hybridsearch.v1 import common_pb2, search_pb2
 
@@ -27,6 +28,18 @@ def test_every_leg_is_keyed_by_its_own_enum_with_a_unique_name():
     assert all(key == leg.leg for key, leg in LEGS.items())
     assert len({leg.name for leg in LEGS.values()}) == len(LEGS)
     assert set(LEGS) == {BM25, VECTOR, TAG}  # LEG_GRAPH runs after fusion (gateway.graph), not beside these
+
+
+def test_the_registry_is_the_leg_tables_rows_that_name_a_gateway_class():
+    assert {(leg.leg, leg.name) for leg in LEGS.values()} == {(s.value, s.name) for s in legs.SPECS if s.gateway}
+
+
+def test_a_new_row_is_a_new_leg_of_the_registry():
+    """Registering a leg is its module and one row: the registry builds the row's class with its value and name."""
+    fake = legs.LegSpec("fake", 99, weight=0.3, rrf_weight=2.0, gateway="hybridsearch.gateway.legs.tag:TagLeg")
+    built = build((*legs.SPECS, fake))
+    assert built[99].leg == 99 and built[99].name == "fake" and built[99].kinds == LEGS[TAG].kinds
+    assert set(built) == {BM25, VECTOR, TAG, 99}
 
 
 @pytest.mark.parametrize("mode,used", [(HYBRID, {BM25, VECTOR}), (ONLY_BM25, {BM25}), (ONLY_VECTOR, {VECTOR})])

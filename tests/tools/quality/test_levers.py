@@ -92,3 +92,10 @@ def test_long_queries_can_be_fused_differently(levers):
     switched = variant(base, long_query_words=5, long_fusion=rrf)
     assert levers.evaluate(switched) == levers.evaluate(variant(base, fusion=rrf))
     assert levers.evaluate(variant(base, long_query_words=100, long_fusion=rrf)) == levers.evaluate(base)
+
+
+def test_a_variant_changes_the_leg_weights_it_names():
+    base = setup_from_settings(Settings())
+    changed = variant(base, fusion__leg_weights={"bm25": 0.4, "vector": 0.6}, fusion__rrf_k=20.0)
+    assert changed.fusion.leg_weights == {**base.fusion.leg_weights, "bm25": 0.4, "vector": 0.6}
+    assert changed.fusion.rrf_k == 20.0 and base.fusion.leg_weights["bm25"] == Settings().fusion.leg_weights["bm25"]
