@@ -119,13 +119,14 @@ def highlighted(snippet: str, highlights) -> str:
 
 def print_response(text: str, response) -> None:
     from hybridsearch.client import explain_lines
+    from hybridsearch.common import legs as leg_table
     from hybridsearch.v1 import common_pb2, search_pb2
 
     out = Console(soft_wrap=True)
     counts = f", {response.counts.line}" if response.counts.line else f", {response.total_candidates} candidates"
     out.print(f"[bold]{text}[/]  ({response.took_ms:.0f} ms{counts}{', DEGRADED' if response.degraded else ''})")
     for i, hit in enumerate(response.hits, 1):
-        legs = ", ".join(f"{common_pb2.Leg.Name(l.leg).removeprefix('LEG_').lower()}/"
+        legs = ", ".join(f"{leg_table.name_of(l.leg)}/"
                          f"{common_pb2.QueryKind.Name(l.kind).removeprefix('QUERY_KIND_').lower()}#{l.rank}" for l in hit.legs[:4])
         where = f"{hit.collection}:" if hit.collection else ""
         out.print(f"{i:>2}. [bold]{hit.score:.3f}[/] {where}{hit.doc_id}  [cyan]{hit.title}[/]"

@@ -11,15 +11,10 @@ import typer
 
 from hybridsearch.cli.base import (SAMPLE_CORPUS, SAMPLE_QUERY, SERVE, app, console, gateway_client, read_corpus,
                                    wait_forever)
+from hybridsearch.common import services
 from hybridsearch.common.config import get_settings
 
-SERVICE_MAINS = {
-    "gateway": "hybridsearch.gateway.service",
-    "bm25": "hybridsearch.bm25.service",
-    "vector": "hybridsearch.vector.service",
-    "expansion": "hybridsearch.expansion.service",
-    "fusion": "hybridsearch.fusion.service",
-}
+SERVICE_MAINS = {s.name: s.main for s in services.SERVICES}  # the service table (common/services.py)
 
 
 @app.command(rich_help_panel=SERVE)

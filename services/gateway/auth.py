@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
 import grpc
 
+from hybridsearch.common import services
 from hybridsearch.common.apikeys import AuthError, KeyEntry, KeyFileError, KeyStore, Operation, authenticate, authorize
 from hybridsearch.common.config import Settings
 from hybridsearch.common.validation import InvalidArgument
@@ -32,7 +33,9 @@ from hybridsearch.gateway.scope import Unscoped, collections_of
 
 log = logging.getLogger(__name__)
 
-PUBLIC_SERVICES = ("/hybridsearch.v1.SearchService/", "/hybridsearch.v1.IngestService/")
+# The public services' method prefixes (the service table: common/services.py).
+PUBLIC_SERVICES = tuple(f"/hybridsearch.v1.{grpc_service}/" for s in services.SERVICES if s.public
+                        for grpc_service in s.grpc)
 METHOD_OPERATIONS: dict[str, Operation] = {
     "/hybridsearch.v1.SearchService/Search": "read",
     "/hybridsearch.v1.IngestService/Stats": "read",

@@ -16,7 +16,7 @@ import time
 from hybridsearch.gateway.deadline import Deadline
 from hybridsearch.gateway.expander import Expander, variant_queries
 from hybridsearch.gateway.legs.protocol import RetrievalLeg
-from hybridsearch.gateway.legs.registry import LEGS
+from hybridsearch.gateway.legs import registry
 from hybridsearch.gateway.legs.runner import LegRunner
 from hybridsearch.gateway.report import SKIPPED, Report
 from hybridsearch.gateway.request import SearchPlan
@@ -29,8 +29,9 @@ async def retrieve(plan: SearchPlan, deadline: Deadline, runner: LegRunner, expa
                    report: Report) -> Lists | None:
     """Every ranked list of the collection (originals in registry order, then the variants'), or None when
     no leg answered its original query."""
-    used = [leg for leg in LEGS.values() if leg.used_by(plan)]
-    for leg in LEGS.values():
+    legs = registry.LEGS.values()  # read per search: the registry is the leg table's (common.legs)
+    used = [leg for leg in legs if leg.used_by(plan)]
+    for leg in legs:
         if leg not in used:
             report.leg(leg.name, SKIPPED, leg.off)
     original = [common_pb2.LegQuery(text=plan.query, kind=common_pb2.QUERY_KIND_ORIGINAL)]
