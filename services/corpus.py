@@ -77,10 +77,13 @@ def read_qrels(folder: Path, split: str = "test") -> dict[str, dict[str, int]]:
     return qrels
 
 
-def load_judged_queries(folder: Path) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
-    """Queries that have judgments, and their judgments (unjudged queries are skipped, as trec_eval does)."""
+def load_judged_queries(folder: Path, limit: int = 0) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """Queries that have judgments, and their judgments (unjudged queries are skipped, as trec_eval does);
+    with `limit`, only the first `limit` of them."""
     qrels = read_qrels(folder)
     queries = {q: t for q, t in read_queries(folder).items() if q in qrels}
+    if limit:
+        queries = dict(list(queries.items())[:limit])
     qrels = {q: r for q, r in qrels.items() if q in queries}
     return queries, qrels
 

@@ -111,10 +111,7 @@ def speed(
     settings = get_settings()
     client = gateway_client()
     collection = collection_name(folder, settings)
-    queries, qrels = load_judged_queries(folder)
-    if limit:
-        queries = dict(list(queries.items())[:limit])
-        qrels = {q: qrels[q] for q in queries}
+    queries, qrels = load_judged_queries(folder, limit)
     with progress_bar() as progress:
         task = progress.add_task(f"indexing {folder.name}", total=None)
         ensure_indexed(client, folder, collection, progress=lambda n: progress.advance(task, n))

@@ -56,13 +56,10 @@ def bench(
     try:
         client = gateway_client()
         collection = collection_name(folder, settings)
-        queries, qrels = load_judged_queries(folder)
-        if limit:
-            queries = dict(list(queries.items())[:limit])
-            qrels = {q: qrels[q] for q in queries}
+        queries, qrels = load_judged_queries(folder, limit)
         off_domain = None
         if unanswerable is not None:
-            off_domain = dict(list(load_judged_queries(unanswerable)[0].items())[:limit or None])
+            off_domain = load_judged_queries(unanswerable, limit)[0]
         if typos is not None:
             from hybridsearch.tools.quality.typos import typo_queries
 
