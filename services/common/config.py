@@ -363,6 +363,11 @@ class Settings(BaseSettings):
     thorough_deadline_s: float = 30.0
     # Expansion must answer this long before the deadline: variant legs, fusion and rerank come after.
     expansion_reserve_s: float = 3.0
+    # How long the legs that take variant queries wait for expansion before sending their original query:
+    # an expansion that answers inside it (PRF, a cached LLM answer) sends each such leg the original and its
+    # variants in one call (one hop, one embedding batch); a slower one (an LLM generating) leaves the
+    # original to go alone at once and the variants to follow as a round of their own. 0: never wait.
+    variant_batch_wait_s: float = Field(0.03, ge=0, le=1)
     # Candidates each leg returns per query, and how many fused documents are kept.
     leg_depth: int = 100
     fusion_depth: int = 1000

@@ -1,11 +1,15 @@
 """The retrieval stage of one collection: every leg of the registry the plan uses on the original query,
 and at the same time expansion, whose variant queries then run through the legs written for their kind.
 
+When the plan expands, the legs that take variants wait up to `variant_batch_wait_s` for expansion: if it
+answers in that window (PRF, a cached answer), each such leg gets its original query and its variants in
+one call (one hop, one embedding batch in the vector leg). Otherwise (an LLM still generating) the
+originals go at once and the variants follow, as soon as expansion answers, as a round of their own.
+
 Each round is judged against its like by the straggler rule (gateway.legs.runner.Stragglers): the
 original calls together, and the variant calls together from when they start, so a variant round that
 begins seconds after the originals answered (THOROUGH waits for its LLM) is not cut for being "late".
-Variants start as soon as expansion answers, not after the original legs: the two query embeddings then
-share the cores. A leg whose original call has already failed runs no variants.
+A leg whose original call has already failed runs no variants.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ Lists = list[common_pb2.RankedList]
 
 
 async def retrieve(plan: SearchPlan, deadline: Deadline, runner: LegRunner, expander: Expander,
-                   report: Report) -> Lists | None:
+                   report: Report, batch_wait_s: float = 0.0) -> Lists | None:
     """Every ranked list of the collection (originals in registry order, then the variants'), or None when
     no leg answered its original query."""
     legs = registry.LEGS.values()  # read per search: the registry is the leg table's (common.legs)
@@ -36,14 +40,21 @@ async def retrieve(plan: SearchPlan, deadline: Deadline, runner: LegRunner, expa
             report.leg(leg.name, SKIPPED, leg.off)
     original = [common_pb2.LegQuery(text=plan.query, kind=common_pb2.QUERY_KIND_ORIGINAL)]
     t = time.perf_counter()
+    expansion = asyncio.ensure_future(expander.expand(plan, deadline, report))
+    batched: list[common_pb2.LegQuery] = []
+    if plan.expands and batch_wait_s and any(leg.kinds - {common_pb2.QUERY_KIND_ORIGINAL} for leg in used):
+        done, _ = await asyncio.wait({expansion}, timeout=batch_wait_s)
+        if done:
+            batched = variant_queries(expansion.result())
     stragglers = runner.stragglers(len(used))
-    calls = {leg.name: asyncio.ensure_future(runner.run(leg, plan, original, deadline, report, stragglers=stragglers))
+    calls = {leg.name: asyncio.ensure_future(runner.run(leg, plan, original + _taken(leg, batched), deadline, report,
+                                                        stragglers=stragglers))
              for leg in used}
     try:
-        variants = await _variants(plan, used, calls, deadline, runner, expander, report)
+        variants = [] if batched else await _variants(plan, used, calls, expansion, deadline, runner, report)
         originals = await asyncio.gather(*calls.values())
     finally:
-        for call in calls.values():
+        for call in (*calls.values(), expansion):
             call.cancel()
         if stragglers is not None:
             stragglers.close()
@@ -53,12 +64,16 @@ async def retrieve(plan: SearchPlan, deadline: Deadline, runner: LegRunner, expa
     return [rl for lists in originals if lists for rl in lists] + variants
 
 
+def _taken(leg: RetrievalLeg, queries: list[common_pb2.LegQuery]) -> list[common_pb2.LegQuery]:
+    """The queries of `queries` the leg was written for."""
+    return [q for q in queries if q.kind in leg.kinds]
+
+
 async def _variants(plan: SearchPlan, used: list[RetrievalLeg], originals: dict[str, asyncio.Future],
-                    deadline: Deadline, runner: LegRunner, expander: Expander, report: Report) -> Lists:
-    """Expansion, then its variant queries through the legs they were written for, as one round."""
-    queries = variant_queries(await expander.expand(plan, deadline, report))
-    runs = [(leg, mine) for leg in used
-            if (mine := [q for q in queries if q.kind in leg.kinds]) and not _failed(originals[leg.name])]
+                    expansion: asyncio.Future, deadline: Deadline, runner: LegRunner, report: Report) -> Lists:
+    """Once expansion has answered, its variant queries through the legs they were written for, as one round."""
+    queries = variant_queries(await expansion)
+    runs = [(leg, mine) for leg in used if (mine := _taken(leg, queries)) and not _failed(originals[leg.name])]
     if not runs:
         return []
     t = time.perf_counter()

@@ -150,3 +150,24 @@ async def test_several_collections_each_report_their_legs():
     answer, report = await run(parts, effort=FAST, collections=["notes", "broken"])
     assert report.legs["bm25@broken"].state == FAILED and report.legs["bm25@notes"].state == OK
     assert {h.collection for h in answer.response.hits} == {"notes", "broken"}  # broken's vector leg answered
+
+
+async def test_a_quick_expansion_sends_each_leg_its_original_and_variants_in_one_call():
+    """PRF or a cached answer inside variant_batch_wait_s: one call a leg (one hop, one embedding batch)."""
+    parts = backends(expansion=expansion(delay=0.005))
+    answer, report = await run(parts, effort=BALANCED, explain=True)
+    assert len(parts.vector.Search.requests) == len(parts.bm25.Search.requests) == 1
+    assert [q.kind for q in parts.vector.Search.requests[0].queries] == [ORIGINAL, SEMANTIC, HYDE]
+    assert [q.kind for q in parts.bm25.Search.requests[0].queries] == [ORIGINAL, LEXICAL, LEXICAL]
+    assert len(answer.response.explain.leg_lists) == 6 and report.legs["vector"].state == OK
+
+
+async def test_without_the_batch_window_variants_are_a_second_round():
+    from query_standins import settings
+    s = settings()
+    s.variant_batch_wait_s = 0.0
+    parts = backends(expansion=expansion(delay=0.005))
+    answer, _ = await run(parts, s=s, effort=BALANCED, explain=True)
+    assert len(parts.vector.Search.requests) == len(parts.bm25.Search.requests) == 2
+    assert [q.kind for q in parts.vector.Search.requests[0].queries] == [ORIGINAL]
+    assert len(answer.response.explain.leg_lists) == 6
