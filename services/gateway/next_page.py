@@ -10,6 +10,7 @@ from hybridsearch.gateway.deadline import Deadline
 from hybridsearch.gateway.paging import Pager
 from hybridsearch.gateway.previews import counts_line, show, tag_distribution
 from hybridsearch.gateway.request import SearchPlan
+from hybridsearch.gateway.respond import search_hit
 from hybridsearch.gateway.texts import StoredTexts
 from hybridsearch.v1 import search_pb2
 
@@ -18,8 +19,10 @@ async def next_page(request: search_pb2.SearchRequest, plan: SearchPlan, pager: 
                     analyzer: EnglishAnalyzer, deadline: Deadline) -> search_pb2.SearchResponse:
     started = time.perf_counter()
     token, order = await pager.order(request)
-    hits = list(order.hits[token.offset : token.offset + plan.top_k])
-    home = [(h.collection or plan.collection, h.chunk_id) for h in hits]
+    page = range(token.offset, min(token.offset + plan.top_k, len(order.hits)))
+    hits = [search_hit(order.hits[i], plan.collection, order.titles[i], order.scores[i], order.blended_scores[i],
+                       order.rerank_scores[i], order.reranked[i]) for i in page]
+    home = [(h.collection, h.chunk_id) for h in hits]
     chunks = await texts.chunks([(c, h.doc_id, h.chunk_id) for (c, _), h in zip(home, hits)], deadline)
     tags = []
     for rank, (hit, place) in enumerate(zip(hits, home), start=token.offset):
@@ -31,7 +34,7 @@ async def next_page(request: search_pb2.SearchRequest, plan: SearchPlan, pager: 
     response = search_pb2.SearchResponse()
     response.CopyFrom(order.head)
     response.hits.extend(hits)
-    reranked = sum(h.reranked for h in order.hits)
+    reranked = sum(order.reranked)
     response.counts.CopyFrom(search_pb2.ResultCounts(
         reranked=reranked, candidates=order.head.total_candidates, returned=len(hits),
         line=counts_line(reranked, order.head.total_candidates, len(hits))))

@@ -38,7 +38,7 @@ from redis.exceptions import RedisError
 
 from hybridsearch.common.config import Settings
 from hybridsearch.common.validation import InvalidArgument, Refusal, check_collection
-from hybridsearch.v1 import search_pb2
+from hybridsearch.v1 import paging_pb2, search_pb2
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ TOKEN_VERSION = 2  # 2: the digest names the collections searched (version 1 tok
 SENT_WAIT_S = 1.0  # the stored order is built once the first page is sent, or after this long at the latest
 # A payload naming MAX_COLLECTIONS (8) collections of 63 characters is ~600 bytes, ~800 in base64.
 MAX_TOKEN_CHARS = 1024
-KEY_PREFIX = "hybridsearch:page:"
+KEY_PREFIX = "hybridsearch:order:"  # a KeptOrder (paging.proto); "page:" held the SearchHit-built StoredOrder
 
 
 def _b64(data: bytes) -> str:
@@ -159,14 +159,14 @@ class PageStore:
     def __init__(self, client, ttl_s: float) -> None:
         self.client, self.ttl_s = client, ttl_s
 
-    async def save(self, order_id: str, order: search_pb2.StoredOrder) -> None:
+    async def save(self, order_id: str, order: paging_pb2.KeptOrder) -> None:
         await self.client.set(KEY_PREFIX + order_id, order.SerializeToString(), ex=max(1, round(self.ttl_s)))
 
-    async def load(self, order_id: str) -> search_pb2.StoredOrder:
+    async def load(self, order_id: str) -> paging_pb2.KeptOrder:
         raw = await self.client.get(KEY_PREFIX + order_id)
         if raw is None:
             raise InvalidArgument("page_token expired (its stored order is gone); run the search again")
-        return search_pb2.StoredOrder.FromString(raw)
+        return paging_pb2.KeptOrder.FromString(raw)
 
 
 class Pager:
@@ -190,10 +190,10 @@ class Pager:
         self._pending: dict[str, asyncio.Task] = {}
 
     def keep(self, request: search_pb2.SearchRequest, first: search_pb2.SearchResponse,
-             order: Callable[[int], list[search_pb2.SearchHit]], candidates: int, next_offset: int,
+             order: Callable[[int], paging_pb2.KeptOrder], candidates: int, next_offset: int,
              sent: asyncio.Future | None = None) -> None:
         """After a first page with more hits than it shows: sets its next_page_token and stores `order(n)`
-        (the first n hits in final order, without previews) in the background, once `sent` is done (the
+        (the first n hits in final order with their scores) in the background, once `sent` is done (the
         page has gone to its caller: building and writing up to max_hits hits must not delay it)."""
         if not self.max_hits or next_offset >= min(candidates, self.max_hits):
             return
@@ -210,11 +210,11 @@ class Pager:
         task.add_done_callback(lambda _t: self._pending.pop(order_id, None))
 
     async def _save(self, order_id: str, head: search_pb2.SearchResponse,
-                    order: Callable[[int], list[search_pb2.SearchHit]], n: int,
+                    order: Callable[[int], paging_pb2.KeptOrder], n: int,
                     sent: asyncio.Future | None = None) -> None:
         if sent is not None:
             await asyncio.wait({sent}, timeout=SENT_WAIT_S)
-        kept = search_pb2.StoredOrder(hits=order(n))
+        kept = order(n)
         kept.head.CopyFrom(head)
         try:
             await self.store.save(order_id, kept)
@@ -226,7 +226,7 @@ class Pager:
                 log.warning("the page store (Redis) is not reachable (%s): answers carry no page token", err)
             self.reachable = False
 
-    async def order(self, request: search_pb2.SearchRequest) -> tuple[PageToken, search_pb2.StoredOrder]:
+    async def order(self, request: search_pb2.SearchRequest) -> tuple[PageToken, paging_pb2.KeptOrder]:
         """The token's stored order, or InvalidArgument (bad, foreign, expired token) / Refusal (no Redis)."""
         token = self.tokens.check(request.page_token, request_digest(request))
         pending = self._pending.get(token.order_id)

@@ -24,7 +24,7 @@ from hybridsearch.gateway.request import SearchPlan
 from hybridsearch.gateway.rerank import Reranked
 from hybridsearch.gateway.texts import StoredTexts
 from hybridsearch.reranker.blend import fusion_weight
-from hybridsearch.v1 import expansion_pb2, fusion_pb2, search_pb2
+from hybridsearch.v1 import expansion_pb2, fusion_pb2, paging_pb2, search_pb2
 
 EXPLAINED_ORDER = 100  # fused hits an explanation lists
 
@@ -32,7 +32,7 @@ EXPLAINED_ORDER = 100  # fused hits an explanation lists
 @dataclass
 class Answer:
     response: search_pb2.SearchResponse
-    order: Callable[[int], list[search_pb2.SearchHit]]  # the first n hits in final order, for later pages
+    order: Callable[[int], paging_pb2.KeptOrder]  # the first n hits in final order, for later pages
     candidates: int
 
 
@@ -57,14 +57,15 @@ class Responder:
         kept = [i for i in order if scores[i] >= plan.min_score]
 
         def hit(i: int) -> search_pb2.SearchHit:
-            f = fused[i]
-            collection, chunk_id = split_key(f.chunk_id, plan.collection)  # several collections: merged keys
-            return search_pb2.SearchHit(
-                doc_id=f.doc_id, chunk_id=chunk_id, title=pool.hit(f.chunk_id).title, score=scores[i],
-                blended_score=finals[i], fusion_score=f.normalized_score, rerank_score=reranked.rerank.get(i, 0.0),
-                reranked=i in reranked.rerank, collection=collection,
-                legs=[search_pb2.LegRank(leg=e.leg, kind=e.kind, rank=e.rank, score=e.score) for e in f.evidence],
-            )
+            return search_hit(fused[i], plan.collection, pool.hit(fused[i].chunk_id).title, scores[i], finals[i],
+                              reranked.rerank.get(i, 0.0), i in reranked.rerank)
+
+        def order(n: int) -> paging_pb2.KeptOrder:  # later pages' order: the fused hits copied whole
+            head = kept[:n]
+            return paging_pb2.KeptOrder(
+                hits=[fused[i] for i in head], titles=[pool.hit(fused[i].chunk_id).title for i in head],
+                scores=[scores[i] for i in head], blended_scores=[finals[i] for i in head],
+                rerank_scores=[reranked.rerank.get(i, 0.0) for i in head], reranked=[i in reranked.rerank for i in head])
 
         shown = kept[plan.offset : plan.offset + plan.top_k]
         await self.texts.fill(plan, [fused[i] for i in shown], pool, deadline, report)
@@ -84,7 +85,7 @@ class Responder:
         )
         if plan.explain:
             response.explain.CopyFrom(explanation(plan, fused, reranked, pool, report))
-        return Answer(response, lambda n: [hit(i) for i in kept[:n]], len(kept))
+        return Answer(response, order, len(kept))
 
     def calibrated(self, plan: SearchPlan, fused: list[fusion_pb2.FusedHit], reranked: Reranked, order: list[int],
                    pool: Pool) -> dict[int, float]:
@@ -106,6 +107,17 @@ class Responder:
                               math.prod(factors(metadata, boosts, FUSION)))
             own.append(capped(score, factors(metadata, boosts, RERANK)) if i in reranked.rerank else score)
         return dict(zip(order, non_increasing(own)))
+
+
+def search_hit(f: fusion_pb2.FusedHit, primary: str, title: str, score: float, blended: float, rerank_score: float,
+               reranked: bool) -> search_pb2.SearchHit:
+    """A fused hit as the answer shows it (without its preview): first pages and later ones alike."""
+    collection, chunk_id = split_key(f.chunk_id, primary)  # several collections: merged keys
+    return search_pb2.SearchHit(
+        doc_id=f.doc_id, chunk_id=chunk_id, title=title, score=score, blended_score=blended,
+        fusion_score=f.normalized_score, rerank_score=rerank_score, reranked=reranked, collection=collection,
+        legs=[search_pb2.LegRank(leg=e.leg, kind=e.kind, rank=e.rank, score=e.score) for e in f.evidence],
+    )
 
 
 def explanation(plan: SearchPlan, fused: list[fusion_pb2.FusedHit], reranked: Reranked, pool: Pool,

@@ -13,6 +13,7 @@ import redis
 from hybridsearch.cli import SAMPLE_CORPUS
 from hybridsearch.client import InvalidArgument, document
 from hybridsearch.corpus import read_folder
+from hybridsearch.gateway.paging import KEY_PREFIX
 
 pytestmark = pytest.mark.stack
 COLLECTION = "paging"
@@ -72,12 +73,12 @@ def test_bad_tokens_are_clear_errors(gateway, corpus):
 
 def test_an_evicted_order_says_so(stack, gateway, corpus):
     store = redis.Redis.from_url(stack.settings.expansion.redis_url)
-    before = set(store.scan_iter("hybridsearch:page:*"))
+    before = set(store.scan_iter(KEY_PREFIX + "*"))
     first = gateway.search(QUERY, collection=COLLECTION, top_k=3, effort="fast")
     deadline = time.monotonic() + 5  # the order is written after the answer: wait for it, then evict it
-    while not set(store.scan_iter("hybridsearch:page:*")) - before and time.monotonic() < deadline:
+    while not set(store.scan_iter(KEY_PREFIX + "*")) - before and time.monotonic() < deadline:
         time.sleep(0.02)
-    for key in store.scan_iter("hybridsearch:page:*"):
+    for key in store.scan_iter(KEY_PREFIX + "*"):
         store.delete(key)
     with pytest.raises(InvalidArgument, match="expired"):
         gateway.search(QUERY, collection=COLLECTION, top_k=3, effort="fast", page_token=first.next_page_token)
