@@ -55,9 +55,14 @@ class Fuser:
 
 
 def ranks_only(ranked: common_pb2.RankedList) -> common_pb2.RankedList:
-    """The list as fusion reads it: ids, scores and ranks. The gateway keeps the texts, so they need not
-    travel to the fusion service (BALANCED's lists carry ~1 MB of passages: 7 ms of the hop on SciFact)."""
-    return common_pb2.RankedList(
-        leg=ranked.leg, kind=ranked.kind, query=ranked.query, weight=ranked.weight,
-        hits=[common_pb2.LegHit(chunk_id=h.chunk_id, doc_id=h.doc_id, score=h.score, rank=h.rank) for h in ranked.hits],
-    )
+    """The list as fusion reads it: without the titles and texts, which the gateway keeps (BALANCED's lists
+    once carried ~1 MB of passages: 7 ms of the hop on SciFact). Copied whole and cleared where a text is (the
+    head: legs send texts down to the search's text depth only), not rebuilt hit by hit (4x the CPU)."""
+    out = common_pb2.RankedList()
+    out.CopyFrom(ranked)
+    for hit in out.hits:
+        if not (hit.text or hit.title):
+            break  # below the text depth every hit comes without
+        hit.ClearField("title")
+        hit.ClearField("text")
+    return out
