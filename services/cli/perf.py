@@ -16,7 +16,7 @@ from hybridsearch.common.config import get_settings
 
 @app.command(rich_help_panel=TOOLS)
 def loadtest(
-    mode: Annotated[str, typer.Argument(help="open | closed | ramp | mixed (queries alone, then while writing)")] = "open",
+    mode: Annotated[str, typer.Argument(help="open | closed | ramp | mixed (queries alone, then while writing) | burst")] = "open",
     scenario: Annotated[str, typer.Option("--scenario", "-s", help="comma list of fast,balanced,thorough,rerank,bm25,vector")] = "fast",
     rate: Annotated[float, typer.Option(help="offered queries/s (open, mixed)")] = 20.0,
     arrivals: Annotated[str, typer.Option(help="poisson | constant")] = "poisson",
@@ -31,6 +31,9 @@ def loadtest(
     write_batch: Annotated[int, typer.Option(help="mixed: documents per Upsert")] = 1,
     write_corpus: Annotated[Optional[Path], typer.Option(exists=True, help="mixed: documents from this BEIR corpus or folder (default synthetic)")] = None,
     keep_written: Annotated[bool, typer.Option(help="mixed: keep the written documents (default: deleted afterwards)")] = False,
+    burst_size: Annotated[int, typer.Option(help="burst: requests sent at once")] = 40,
+    bursts: Annotated[int, typer.Option(help="burst: how many bursts")] = 1,
+    burst_gap: Annotated[float, typer.Option(help="burst: seconds from one burst to the next")] = 2.0,
     queries_from: Annotated[Optional[Path], typer.Option(exists=True, file_okay=False, help="a BEIR folder: its queries.jsonl, cycled")] = None,
     dataset: Annotated[Optional[Path], typer.Option(exists=True, file_okay=False, help="a BEIR folder: index it as bench does (if needed), query its collection")] = None,
     collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="default: 'default', or the --dataset's bench collection")] = None,
@@ -47,7 +50,8 @@ def loadtest(
     address: Annotated[Optional[str], typer.Option(help="gateway (loopback only; default from settings)")] = None,
     out: Annotated[Optional[Path], typer.Option(help="folder for loadtest.json and the PNGs (default var/loadtest/<time>-<mode>)")] = None,
 ):
-    """Load a running gateway over loopback gRPC: open/closed loop, ramp to the knee, queries while writing."""
+    """Load a running gateway over loopback gRPC: open/closed loop, ramp to the knee, queries while writing,
+    bursts of concurrent requests."""
     import datetime as dt
 
     with tool_imports("loadtest"):
@@ -72,7 +76,8 @@ def loadtest(
             arrivals=arrivals, duration_s=duration, workers=workers,
             steps=parse_steps(steps) if steps else default_steps(max_qps=max_qps), step_s=step_seconds,
             p99_limit_ms=p99_limit_ms, max_error_rate=max_error_rate, write_rate=write_rate, write_batch=write_batch,
-            write_corpus=write_corpus, keep_written=keep_written, write_deadline_s=write_deadline_ms / 1000, top_k=top_k,
+            write_corpus=write_corpus, keep_written=keep_written, write_deadline_s=write_deadline_ms / 1000,
+            burst_size=burst_size, bursts=bursts, burst_gap_s=burst_gap, top_k=top_k,
             deadline_s=deadline_ms / 1000, channels=channels, max_outstanding=max_outstanding,
             stage_timings=stage_timings, warmup=warmup, seed=seed,
         )

@@ -263,13 +263,18 @@ class RerankSettings(BaseModel):
 class AdmissionSettings(BaseModel):
     """How much work each process holds at once (docs/performance.md measures these on 2 cores)."""
 
-    # Gateway: searches in flight, searches waiting for a slot, and the longest wait before
-    # RESOURCE_EXHAUSTED (never past the request's own deadline). 4 in flight on 2 cores: FAST at 100 QPS
-    # (2x the knee with 6) gave the goodput of 6 (82.7 vs 81.2 answers/s) at admitted p99 122 ms instead
-    # of 172 ms, and the knee rose from 50 to 60 QPS (docs/performance.md).
+    # Gateway: searches in flight. 4 on 2 cores: FAST at 100 QPS (2x the knee with 6) gave the goodput of 6
+    # (82.7 vs 81.2 answers/s) at admitted p99 122 ms instead of 172 ms, and the knee rose from 50 to 60 QPS
+    # (docs/performance.md).
     max_in_flight: int = Field(4, ge=1)
-    max_queue: int = Field(24, ge=0)
-    max_wait_s: float = Field(0.05, ge=0)
+    # Searches waiting for a slot, a hard cap (a burst of 40 FAST searches fits). A search waits only when
+    # its expected wait plus its expected service time fits what is left of its own deadline, and not when
+    # the queue is standing (CoDel); otherwise it is refused RESOURCE_EXHAUSTED at once
+    # (gateway/admission.py, docs/performance.md).
+    max_queue: int = Field(64, ge=0)
+    # The longest any search waits for a slot, whatever its deadline (a backstop: the deadline rule and the
+    # standing-queue test refuse sooner; a request without a client deadline has the effort's, 10 s or more).
+    max_wait_s: float = Field(1.0, ge=0)
     # Ingest batches in flight at the gateway (each holds embedding work in the vector service).
     max_ingest_in_flight: int = Field(4, ge=1)
     # Every gRPC server (gateway and internal services): concurrent RPCs before gRPC itself answers

@@ -132,15 +132,17 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self.settings = settings
         self.backends = backends
         self.tracer = tracer(__name__)
-        # Writes wait longer for a slot than searches (a bulk load is patient), but never without bound.
+        # Writes wait longer for a slot than searches (a bulk load is patient: no standing-queue test), but
+        # never without bound, and never when the expected wait and write do not fit the RPC's deadline.
         cfg = settings.admission
-        self.admission = Admission(cfg.max_ingest_in_flight, 4 * cfg.max_ingest_in_flight, INGEST_MAX_WAIT_S)
+        self.admission = Admission(cfg.max_ingest_in_flight, 4 * cfg.max_ingest_in_flight, INGEST_MAX_WAIT_S,
+                                   queue_interval_s=None)
 
     async def _write(self, collection: str, documents: list[ingest_pb2.Document],
                      context: grpc.aio.ServicerContext) -> ingest_pb2.UpsertResponse:
         """Writes one batch to both stores; raises Refusal when it was not acknowledged."""
         try:
-            async with self.admission.slot(context.time_remaining() or INGEST_MAX_WAIT_S):
+            async with self.admission.slot(context.time_remaining() or INGEST_MAX_WAIT_S, "upsert"):
                 return await self._write_admitted(collection, documents)
         except Overloaded as err:
             metrics.REJECTED.labels(reason=err.reason).inc()

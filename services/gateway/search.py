@@ -126,7 +126,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         report = Report()
         response = None
         try:
-            async with self.admission.slot(deadline.left()) as waited:
+            async with self.admission.slot(deadline.left(), effort) as waited:
                 self._gauge_admission()
                 report.note("queue", waited * 1000)
                 with TRACER.start_as_current_span("gateway.search") as span:

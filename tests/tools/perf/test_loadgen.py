@@ -138,3 +138,12 @@ def test_ctrl_c_stops_the_run_and_still_writes_the_report(stack, indexed, querie
     (run,) = report["runs"]
     assert report["interrupted"] and 0 < run["scheduled"] < 60 * 10 / 2
     counted(run)
+
+
+def test_a_burst_is_sent_at_once(stack, indexed, queries, tmp_path):
+    report = loadtest(stack, queries, tmp_path, "burst", "--burst-size", "12", "--bursts", "2", "--burst-gap", "1",
+                      "--deadline-ms", "5000")
+    (run,) = report["runs"]
+    counted(run)
+    assert run["kind"] == "burst" and run["scheduled"] == 24 and run["burst_size"] == 12
+    assert set(run["codes"]) <= {"OK", "RESOURCE_EXHAUSTED"} and run["ok"] > 0

@@ -11,7 +11,7 @@ import statistics
 import pytest
 from rich.console import Console
 
-from hybridsearch.tools.perf.load.arrivals import schedule
+from hybridsearch.tools.perf.load.arrivals import bursts, schedule
 from hybridsearch.tools.perf.load.bounds import LoadBoundsError, check_loopback, outstanding_cap
 from hybridsearch.tools.perf.load.calls import outcome_of
 from hybridsearch.tools.perf.load.drivers import closed_loop, open_loop
@@ -42,6 +42,26 @@ def test_constant_arrivals_and_the_request_bound():
         list(schedule(1.0, 1.0, "bursty"))
 
 
+async def test_a_burst_is_due_at_once_and_sent_at_once():
+    assert list(bursts(3, 2, 0.5)) == [0.0, 0.0, 0.0, 0.5, 0.5, 0.5]
+    loop = asyncio.get_running_loop()
+    inside, most = 0, 0
+
+    async def server() -> Outcome:
+        nonlocal inside, most
+        inside += 1
+        most = max(most, inside)
+        await asyncio.sleep(0.05)
+        inside -= 1
+        return Outcome()
+
+    recorder = Recorder("burst", loop.time(), 1.0)
+    await open_loop(server, bursts(40), recorder, 40, asyncio.Event(), drain_s=1.0)
+    assert recorder.scheduled == recorder.completed == 40 and recorder.dropped == 0
+    assert most == 40  # all forty outstanding together
+    assert recorder.send_lag.get_max_value() < 25_000
+
+
 def test_only_loopback_targets():
     for ok in ("127.0.0.1:50051", "127.3.2.1:1", "localhost:50051", "[::1]:50051"):
         assert check_loopback(ok) == ok
@@ -56,8 +76,11 @@ def test_only_loopback_targets():
 def test_plans_are_bounded():
     plan = LoadPlan(mode="open", address="127.0.0.1:1", collection="c", queries=["q"])
     plan.check()
+    LoadPlan(mode="burst", address="127.0.0.1:1", collection="c", queries=["q"], burst_size=40, bursts=3).check()
     for change in ({"duration_s": 601.0}, {"rate": 1e6}, {"address": "198.51.100.1:1"}, {"mode": "soak"},
-                   {"mode": "ramp", "steps": [10.0] * 20, "step_s": 600.0}, {"scenarios": ["nope"]}):
+                   {"mode": "ramp", "steps": [10.0] * 20, "step_s": 600.0}, {"scenarios": ["nope"]},
+                   {"mode": "burst", "burst_size": 5000}, {"mode": "burst", "bursts": 0},
+                   {"mode": "burst", "bursts": 10, "burst_gap_s": 61.0}):
         bad = LoadPlan(**{**plan.__dict__, **change})
         with pytest.raises(ValueError):
             bad.check()
@@ -205,3 +228,15 @@ async def test_plots_and_report_from_synthetic_runs(tmp_path):
     assert "knee 80" in out.getvalue() and "RESOURCE_EXHAUSTED:4" in out.getvalue()
     cpu_row = next(line for line in out.getvalue().splitlines() if "fast @ 10 QPS" in line and "12.2" in line)
     assert "3.5" in cpu_row and "15.8" in cpu_row  # per process, and their total
+
+
+def test_a_burst_run_is_reported(tmp_path):
+    summary = _fake_run("fast", "burst", 0.0, 20.0).summary(2.0, 2.0, 20.0)
+    summary.update(scenario="fast", kind="burst", burst_size=40, bursts=1)
+    report = {"runs": [summary], "ramps": {}, "mixed": {}, "stages_median_ms": {}, "rss": None,
+              "interrupted": False}
+    write_outputs(report, tmp_path)
+    assert "latency_over_time.png" in report["plots"]
+    out = io.StringIO()
+    print_summary(report, Console(file=out, width=200))
+    assert "1 x 40 at once" in out.getvalue() and "RESOURCE_EXHAUSTED:4" in out.getvalue()

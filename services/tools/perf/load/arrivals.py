@@ -2,6 +2,8 @@
 
 Constant: one every 1/rate seconds. Poisson: exponential gaps of mean 1/rate (independent arrivals,
 bursts included, what many independent users produce). Seeded, so a run can be repeated exactly.
+Bursts (`bursts`): `size` requests due at the same instant, `count` times, `gap_s` apart (a fan-in of
+many clients at once: what admission must queue or shed).
 """
 
 from __future__ import annotations
@@ -31,3 +33,10 @@ def schedule(rate: float, duration_s: float, kind: str = "poisson", seed: int = 
         yield t
         if kind == "poisson":
             t += rng.expovariate(rate)
+
+
+def bursts(size: int, count: int = 1, gap_s: float = 1.0) -> Iterator[float]:
+    """Offsets of `count` bursts of `size` requests each, all of a burst due at once, `gap_s` apart."""
+    for burst in range(count):
+        for _ in range(size):
+            yield burst * gap_s

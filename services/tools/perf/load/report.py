@@ -37,7 +37,8 @@ def runs_table(runs: list[dict]) -> Table:
         table.add_column(column, justify="left" if column in ("run", "errors") else "right")
     for run in runs:
         latency = run["latency_ms"]
-        offered = "closed" if run["kind"] == "closed" else f"{run['offered_qps']:g}"
+        offered = ("closed" if run["kind"] == "closed" else f"{run['bursts']} x {run['burst_size']} at once"
+                   if run["kind"] == "burst" else f"{run['offered_qps']:g}")
         sent = f"{run['achieved_send_qps']:.1f}" + (" [red](client-limited)[/]" if run["client_limited"] else "")
         table.add_row(run["name"], offered, sent, f"{run['throughput_qps']:.1f}", f"{run['goodput_qps']:.1f}",
                       *(_ms(latency[p]) for p in ("p50", "p90", "p99", "p99.9", "max")),

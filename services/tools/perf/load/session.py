@@ -1,9 +1,11 @@
 """One `hybridsearch loadtest` command: its plan, its runs in order, and the report they add up to.
 
 Modes: `open` (one open-loop run per scenario), `closed` (one closed-loop run per scenario), `ramp`
-(the knee finder per scenario) and `mixed` (per scenario, the same open-loop query load first alone,
+(the knee finder per scenario), `mixed` (per scenario, the same open-loop query load first alone,
 then beside a writer upserting documents at `write_rate` docs/s; the writer has its own figures and
-deletes what it wrote afterwards unless asked to keep it). Ctrl-C stops scheduling at once; what was
+deletes what it wrote afterwards unless asked to keep it) and `burst` (per scenario, `bursts` bursts of
+`burst_size` requests sent at once, `burst_gap_s` apart, each with the deadline `deadline_s`: what the
+gateway's admission answers, queues or sheds). Ctrl-C stops scheduling at once; what was
 measured so far is summarised and reported (a second Ctrl-C aborts without a report).
 """
 
@@ -21,9 +23,9 @@ from pathlib import Path
 import grpc
 
 from hybridsearch.common.iterables import batched
-from hybridsearch.tools.perf.load.arrivals import ARRIVALS, schedule
-from hybridsearch.tools.perf.load.bounds import (MAX_CHANNELS, MAX_REQUESTS, MAX_TOTAL_S, LoadBoundsError, check_loopback,
-                                           check_run, outstanding_cap)
+from hybridsearch.tools.perf.load.arrivals import ARRIVALS, bursts, schedule
+from hybridsearch.tools.perf.load.bounds import (MAX_CHANNELS, MAX_OUTSTANDING, MAX_REQUESTS, MAX_TOTAL_S,
+                                                 LoadBoundsError, check_loopback, check_run, outstanding_cap)
 from hybridsearch.tools.perf.load.calls import ChannelPool, SearchCall, UpsertCall
 from hybridsearch.tools.perf.load.drivers import Call, closed_loop, open_loop
 from hybridsearch.tools.perf.load.memory import RssSampler
@@ -33,7 +35,8 @@ from hybridsearch.tools.perf.load.scenarios import SCENARIOS, search_requests
 from hybridsearch.tools.perf.load.writer import corpus_documents, delete_written, synthetic_documents
 from hybridsearch.tools.perf.procs import cpu_ms_per_request, snapshot
 
-MODES = ("open", "closed", "ramp", "mixed")
+MODES = ("open", "closed", "ramp", "mixed", "burst")
+MAX_BURSTS = 100
 COMPARED = ("p50", "p90", "p99", "p99.9")
 
 
@@ -60,6 +63,9 @@ class LoadPlan:
     write_corpus: Path | None = None
     keep_written: bool = False
     write_deadline_s: float = 10.0
+    burst_size: int = 40
+    bursts: int = 1
+    burst_gap_s: float = 2.0
     top_k: int = 10
     deadline_s: float = 2.0
     channels: int = 4
@@ -72,7 +78,8 @@ class LoadPlan:
     def planned_s(self) -> float:
         """Scheduled seconds of the whole command (drains and warm-ups aside)."""
         per_scenario = {"open": self.duration_s, "closed": self.duration_s, "mixed": 2 * self.duration_s,
-                        "ramp": len(self.steps) * self.step_s}[self.mode]
+                        "ramp": len(self.steps) * self.step_s,
+                        "burst": self.bursts * self.burst_gap_s}[self.mode]
         return per_scenario * len(self.scenarios)
 
     def check(self) -> None:
@@ -87,6 +94,10 @@ class LoadPlan:
         if self.mode == "ramp":
             for rate in self.steps:
                 check_run(self.step_s, rate)
+        elif self.mode == "burst":
+            check_run(self.bursts * self.burst_gap_s)
+            if not 1 <= self.burst_size <= MAX_OUTSTANDING or not 1 <= self.bursts <= MAX_BURSTS:
+                raise LoadBoundsError(f"a burst is 1-{MAX_OUTSTANDING} requests, 1-{MAX_BURSTS} bursts")
         else:
             check_run(self.duration_s, self.rate, self.workers)
         if self.mode == "mixed":
@@ -174,6 +185,16 @@ class Session:
         self.ramps[scenario] = await run_ramp(step, plan.steps, plan.p99_limit_ms, plan.max_error_rate, plan.patience,
                                               self.stop)
 
+    async def burst_run(self, scenario: str, call: SearchCall) -> None:
+        plan = self.plan
+        recorder = self._recorder(scenario)
+        window = plan.bursts * plan.burst_gap_s
+        ended = await open_loop(call, bursts(plan.burst_size, plan.bursts, plan.burst_gap_s), recorder,
+                                plan.burst_size, self.stop, drain_s=recorder.deadline_s + 1.0)
+        summary = recorder.summary(window, ended, plan.burst_size * plan.bursts / window)
+        summary.update(burst_size=plan.burst_size, bursts=plan.bursts)
+        self._keep(summary, scenario, "burst", recorder)
+
     def _writer(self) -> UpsertCall:
         plan = self.plan
         prefix = f"loadtest-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S}-{len(self.runs)}"
@@ -209,7 +230,8 @@ class Session:
         return {"documents_sent": len(writer.sent_ids), "documents_deleted": deleted}
 
     async def run_all(self) -> None:
-        runner = {"open": self.open_run, "closed": self.closed_run, "ramp": self.ramp, "mixed": self.mixed_run}
+        runner = {"open": self.open_run, "closed": self.closed_run, "ramp": self.ramp,
+                  "mixed": self.mixed_run, "burst": self.burst_run}
         for scenario in self.plan.scenarios:
             if self.stop.is_set():
                 return
