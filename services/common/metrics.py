@@ -47,7 +47,7 @@ DEGRADED_LEGS = Counter(
     ["leg"],
 )
 REJECTED = Counter(
-    "hybridsearch_rejected_total", "Requests the gateway refused with RESOURCE_EXHAUSTED, by reason (queue_full, wait)",
+    "hybridsearch_rejected_total", "Requests the gateway refused with RESOURCE_EXHAUSTED, by reason (queue_full, deadline, standing, wait: gateway/admission.py)",
     ["reason"],
 )
 BREAKER_OPEN = Gauge(

@@ -107,7 +107,6 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         self.path = QueryPath(settings, backends)
         self.pager = Pager(settings)
         metrics.initialise(metrics.DEGRADED_LEGS, "leg", metrics.DEGRADABLE_LEGS)
-        metrics.initialise(metrics.REJECTED, "reason", ("queue_full", "wait"))
 
     def _gauge_admission(self) -> None:
         metrics.IN_FLIGHT.set(self.admission.in_flight)
