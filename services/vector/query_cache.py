@@ -10,8 +10,8 @@ answer.
 Lookups go memory first, then one MGET for every text of a call the memory did not have (the original
 and its variants), then the model for what is still missing. Redis never fails or slows a search: each
 call is bounded by `vector.query_cache_timeout_s` (socket timeouts and no retries as well), an error makes
-the level skipped for BACKOFF_S, writes go in the background (a bounded number at once). Every outcome is
-counted (common/metrics.py: QUERY_VECTOR_LOOKUPS, QUERY_VECTOR_WRITES).
+the level skipped for BACKOFF_S after FAILURES_BEFORE_BACKOFF errors in a row, writes go in the
+background (a bounded number at once, each within WRITE_TIMEOUT_S). Every outcome is counted (common/metrics.py: QUERY_VECTOR_LOOKUPS, QUERY_VECTOR_WRITES).
 
 Concurrent searches for the same new text (one query over several collections, retries) share one
 lookup and one model run: the first registers a future per key, the others wait on it; when the first
@@ -43,8 +43,15 @@ log = logging.getLogger(__name__)
 KEY_VERSION = "qv1"  # part of every key: a change of key or value layout starts afresh
 REDIS_PREFIX = "hybridsearch:qvec:"
 VALUE_DTYPE = np.dtype("<f4")  # little-endian float32, whatever the machine
-BACKOFF_S = 2.0  # after a Redis error, the level is skipped this long (one timeout per period at most)
-MAX_PENDING_WRITES = 64  # background writes in flight; past it a write is skipped (counted)
+# After this many Redis errors in a row (reads or writes), the level is skipped for BACKOFF_S: a Redis
+# that is down or black-holed costs a few timeouts per period, not one per query. One late answer alone
+# (a stalled event loop on a busy machine trips a 30 ms bound too) does not turn the level off.
+FAILURES_BEFORE_BACKOFF = 3
+BACKOFF_S = 2.0
+# Writes go in the background, so they get longer than lookups (a search never waits for them), and at
+# most MAX_PENDING_WRITES are under way at once; past it a write is skipped (counted).
+WRITE_TIMEOUT_S = 0.5
+MAX_PENDING_WRITES = 64
 MAX_CONNECTIONS = 32
 
 
@@ -98,9 +105,10 @@ class RedisVectors:
 
     def __init__(self, url: str, ttl_s: int, timeout_s: float, dim: int) -> None:
         self.url, self.ttl_s, self.timeout_s, self.dim = url, ttl_s, timeout_s, dim
-        self.client = redis.Redis.from_url(url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s,
-                                           retry=Retry(NoBackoff(), 0), max_connections=MAX_CONNECTIONS)
+        self.client = _client(url, timeout_s)  # lookups
+        self.writer = _client(url, max(timeout_s, WRITE_TIMEOUT_S))  # background writes: a pool of their own
         self._skip_until = 0.0
+        self._failures = 0
         self._writes: set[asyncio.Task] = set()
         self._warned = False
 
@@ -112,13 +120,18 @@ class RedisVectors:
         return time.monotonic() < self._skip_until
 
     def _failed(self, err: BaseException) -> None:
+        self._failures += 1
+        if self._failures < FAILURES_BEFORE_BACKOFF:
+            return
         self._skip_until = time.monotonic() + BACKOFF_S
         if not self._warned:
-            log.warning("query vector cache: Redis at %s failed (%s); embedding without it, trying again every %.0f s",
-                        self.url, type(err).__name__ if isinstance(err, TimeoutError) else err, BACKOFF_S)
+            log.warning("query vector cache: Redis at %s failed %d times in a row (last: %s); embedding without it, "
+                        "trying again every %.0f s", self.url, self._failures,
+                        type(err).__name__ if isinstance(err, TimeoutError) else err, BACKOFF_S)
             self._warned = True
 
     def _answered(self) -> None:
+        self._failures = 0
         if self._warned:
             log.info("query vector cache: Redis at %s answers again", self.url)
             self._warned = False
@@ -161,8 +174,8 @@ class RedisVectors:
 
     async def _write(self, vectors: dict[bytes, np.ndarray]) -> None:
         try:
-            async with asyncio.timeout(self.timeout_s):
-                async with self.client.pipeline(transaction=False) as pipe:
+            async with asyncio.timeout(max(self.timeout_s, WRITE_TIMEOUT_S)):
+                async with self.writer.pipeline(transaction=False) as pipe:
                     for key, vector in vectors.items():
                         pipe.set(self.name(key), vector.astype(VALUE_DTYPE).tobytes(), ex=self.ttl_s)
                     await pipe.execute()
@@ -181,6 +194,13 @@ class RedisVectors:
     async def close(self) -> None:
         await self.flush()
         await self.client.aclose()
+        await self.writer.aclose()
+
+
+def _client(url: str, timeout_s: float) -> redis.Redis:
+    """A client whose every call ends within `timeout_s` per socket operation, and is never retried."""
+    return redis.Redis.from_url(url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s,
+                                retry=Retry(NoBackoff(), 0), max_connections=MAX_CONNECTIONS)
 
 
 @dataclass(frozen=True)

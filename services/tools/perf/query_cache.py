@@ -142,7 +142,7 @@ def table(report: dict) -> str:
         cache = r["vector_cache"] or {}
         stages = r["stages_median_ms"]
         rows.append(f"| {r['run']} | {r['ok']} | {r['answers_per_s']} | {r['distinct_queries']} | {r['repeat_share']} "
-                    f"| {cache.get('hit_rate', 'n/a')} | {r['cpu_ms_per_answer'].get('vector', 'n/a')} "
+                    f"| {'n/a' if cache.get('hit_rate') is None else cache['hit_rate']} | {r['cpu_ms_per_answer'].get('vector', 'n/a')} "
                     f"| {stages.get('leg.vector.embed', 'n/a')} | {stages.get('leg.vector.embed_cache', 'n/a')} |")
     return "\n".join(rows)
 
