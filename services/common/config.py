@@ -129,6 +129,21 @@ class VectorSettings(BaseModel):
     # store build again (HNSW, segment merges, vacuum) once writes pause; until then they are searched by
     # scan. The build stops the vector service's searches while it runs (vector/edge.py).
     edge_index_backlog: int = Field(20_000, ge=1)
+    # Query vectors kept by text (vector/query_cache.py; docs/performance.md): an in-process LRU of this
+    # many vectors per vector replica (0 turns it off; ~1.6 KB each with MiniLM), then a level in Redis
+    # shared by the replicas. Redis is asked with a short timeout, and is skipped for a while after a
+    # failure: a slow or absent Redis only means the query is embedded.
+    query_cache_size: int = Field(4096, ge=0)
+    query_cache_redis: bool = True
+    # Empty: the deployment's one Redis, expansion.redis_url (as gateway paging uses it); a Redis of
+    # its own keeps heavy distinct-query traffic from crowding the page tokens and expansions out.
+    query_cache_redis_url: str = ""
+    query_cache_ttl_s: int = Field(3600, ge=1)
+    query_cache_timeout_s: float = Field(0.03, gt=0, le=1.0)
+
+    def query_cache_redis_at(self, default_url: str) -> str:
+        """The Redis URL of the shared level ("" when the level is off)."""
+        return (self.query_cache_redis_url or default_url) if self.query_cache_redis else ""
 
 
 class ExpansionSettings(BaseModel):

@@ -1,7 +1,8 @@
 """Prometheus metrics of every service, served on an HTTP port of their own (settings.metrics_port).
 
 Every process records its gRPC calls (RpcMetricsInterceptor); the gateway adds per-stage and per-leg
-latencies and degraded answers, expansion its cache lookups, the reranker client its pool sizes.
+latencies and degraded answers, expansion its cache lookups, the vector service its query vector cache's,
+the reranker client its pool sizes.
 Each service is one asyncio process, so prometheus-client's default registry needs no multiprocess
 mode. Metric names are documented in docs/observability.md and used by services/observability.
 """
@@ -59,6 +60,18 @@ CACHE_LOOKUPS = Counter(
     "hybridsearch_expansion_cache_lookups_total", "Expansion cache lookups in Redis, by result (hit, miss, error)",
     ["result"],
 )
+QUERY_VECTOR_LOOKUPS = Counter(
+    "hybridsearch_query_vector_cache_lookups_total",
+    "Query vector cache lookups in the vector service, by level (memory, redis) and result (hit, miss; "
+    "redis also error: unreachable, slow or a bad value, and skipped: backing off after an error)",
+    ["level", "result"],
+)
+QUERY_VECTOR_WRITES = Counter(
+    "hybridsearch_query_vector_cache_writes_total",
+    "Query vectors written to the shared Redis level, by result (ok, error, skipped: backing off or too "
+    "many writes pending)",
+    ["result"],
+)
 RERANK_POOL = Histogram(
     "hybridsearch_rerank_pool_size", "Candidates sent to the reranker on Triton per search", buckets=POOL_BUCKETS,
 )
@@ -68,6 +81,8 @@ RERANK_POOL = Histogram(
 NON_LEG_PARTS = ("expansion", "rerank", "fusion")
 DEGRADABLE_LEGS = (*legs.names(), *NON_LEG_PARTS)
 CACHE_RESULTS = ("hit", "miss", "error")
+QUERY_VECTOR_RESULTS = {"memory": ("hit", "miss"), "redis": ("hit", "miss", "error", "skipped")}
+QUERY_VECTOR_WRITE_RESULTS = ("ok", "error", "skipped")
 
 
 def initialise(counter: Counter, label: str, values) -> None:

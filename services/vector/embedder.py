@@ -20,6 +20,7 @@ import logging
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -111,6 +112,27 @@ def open_embedder(name: str, max_seq_length: int = 256, batch_size: int = 32, th
     return OnnxEmbedder(name, max_seq_length, batch_size, threads)
 
 
+def collapse_whitespace(text: str) -> str:
+    return " ".join(text.split())
+
+
+def query_normaliser(embedder) -> tuple[Callable[[str], str], str]:
+    """How a query is normalised before it is embedded, and a description of it (part of the query
+    caches' key): texts the model would read alike share one normalised form, and the form is what
+    gets embedded, so a vector is a function of its key alone.
+
+    An embedder with a `tokenizers` normalizer (MiniLM, MPNet: BertNormalizer, which lowercases, strips
+    accents and drops control characters: both models are uncased) gets its own normalizer, then its
+    whitespace collapsed (BertPreTokenizer splits on whitespace): the tokens stay exactly the same
+    (tests/vector/test_query_cache.py). Any other (e5: cased, and its sentencepiece reads whitespace) has
+    its whitespace collapsed only, and is embedded so (a query with runs of spaces gets the vector of the
+    query with single spaces)."""
+    normalizer = getattr(getattr(embedder, "tokenizer", None), "normalizer", None)
+    if normalizer is None:
+        return collapse_whitespace, "whitespace"
+    return (lambda text: collapse_whitespace(normalizer.normalize_str(text))), f"{normalizer!r}+whitespace"
+
+
 class QueryEncoder:
     """Query embeddings: single-thread onnxruntime runs, as many side by side as there are cores.
 
@@ -125,10 +147,15 @@ class QueryEncoder:
     def __init__(self, name: str, max_seq_length: int) -> None:
         self.session = open_embedder(name, max_seq_length, threads=1, role=e5.Role.QUERY)
         self.name, self.dim = name, self.session.dim
+        self.normalise, normalisation = query_normaliser(self.session)
+        # What makes two encoders' query vectors interchangeable (the query caches' key, vector/query_cache.py):
+        # the model files behind a name are pinned by sha256 (common/models.py), so the name stands for them.
+        self.identity = f"{name}|dim={self.dim}|max_len={max_seq_length}|role=query|l2|{normalisation}"
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)),
                                         thread_name_prefix="query-embed")
 
     async def embed(self, texts: list[str]) -> np.ndarray:
+        """Vectors of the texts as given (the query cache in front of it normalises them first)."""
         return await asyncio.get_running_loop().run_in_executor(self._pool, self.session.embed, texts)
 
     def close(self) -> None:

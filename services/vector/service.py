@@ -29,6 +29,7 @@ from hybridsearch.vector.embedder import EmbeddingCache, QueryEncoder, open_embe
 from hybridsearch.vector.edge import EdgeStore
 from hybridsearch.vector.engine import DenseEngine
 from hybridsearch.vector.neighbours import EdgeWeights, ranked, strongest
+from hybridsearch.vector.query_cache import QueryVectorCache
 from hybridsearch.vector.store import NEIGHBOUR_CHUNKS, ChunkPointStore, QdrantStore
 
 MAX_SEEDS = 50
@@ -41,7 +42,10 @@ class VectorEngine:
         cfg = settings.vector
         embedder = open_embedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size)
         self.query_encoder = QueryEncoder(cfg.embedder, cfg.max_seq_length)
-        # Passages go through the on-disk cache; queries are embedded fresh (they rarely repeat verbatim).
+        # Queries repeat (pages, retries, dashboards, one query over several collections, variants that
+        # repeat the query): their vectors are kept in memory and in Redis (vector/query_cache.py).
+        self.query_vectors = QueryVectorCache.from_settings(settings, self.query_encoder)
+        # Passages go through the on-disk cache.
         self.embedder = (EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite", embedder, cfg.max_seq_length)
                          if cfg.embedding_cache else embedder)
         self.store: ChunkPointStore
@@ -57,10 +61,18 @@ class VectorEngine:
         self.feedback_weight = cfg.feedback_weight
         self.name = f"{self.store.name}+{self.embedder.name}"
 
-    async def embed(self, texts: list[str], passages: bool = True) -> np.ndarray:
-        if not passages:
-            return await self.query_encoder.embed(texts)
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        """Passage vectors (through the on-disk cache when it is on)."""
         return await asyncio.to_thread(self.embedder.embed, texts)
+
+    async def embed_queries(self, texts: list[str], timings: dict[str, float]) -> np.ndarray:
+        """Query vectors through the query cache; `timings` gets `embed` (waiting for the model: 0 when
+        every vector was cached) and, with a cache level on, `embed_cache` (the lookups)."""
+        got = await self.query_vectors.embed(texts)
+        timings["embed"] = got.model_ms
+        if self.query_vectors.caching:
+            timings["embed_cache"] = got.cache_ms
+        return got.vectors
 
     async def upsert(self, collection: str, chunks: list[common_pb2.Chunk]) -> UpsertResult:
         changed, unchanged = await self.store.changed_documents(collection, chunks)
@@ -93,12 +105,10 @@ class VectorEngine:
     async def search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int, filters,
                      feedback_docs: int = 0, timings: dict[str, float] | None = None,
                      metadata_fields: tuple[str, ...] = ()) -> list[common_pb2.RankedList]:
-        """Ranked lists, one per query (+ Rocchio's); `timings` gets embed and engine milliseconds."""
+        """Ranked lists, one per query (+ Rocchio's); `timings` gets embed (embed_cache) and engine milliseconds."""
         timings = {} if timings is None else timings
-        started = time.perf_counter()
-        vectors = await self.embed([q.text for q in queries], passages=False)
+        vectors = await self.embed_queries([q.text for q in queries], timings)
         embedded = time.perf_counter()
-        timings["embed"] = (embedded - started) * 1000
         results = await self.store.search(collection, vectors, limit, filters, with_vectors=feedback_docs > 0)
         lists = [self._ranked(q.kind, q.text, points, metadata_fields) for q, points in zip(queries, results)]
         if feedback_docs > 0 and results and results[0]:
@@ -136,10 +146,8 @@ class VectorEngine:
         out = common_pb2.RankedList(leg=common_pb2.LEG_GRAPH, kind=query.kind, query=query.text)
         if not edges:
             return out
-        embedding = time.perf_counter()
-        vectors = await self.embed([query.text], passages=False)
+        vectors = await self.embed_queries([query.text], timings)
         searched = time.perf_counter()
-        timings["embed"] = (searched - embedding) * 1000
         (points,) = await self.store.search(collection, vectors, NEIGHBOUR_CHUNKS, filters,
                                             within=strongest(edges, cfg.candidates))
         timings["engine"] = (time.perf_counter() - searched) * 1000
@@ -155,6 +163,7 @@ class VectorEngine:
         )
 
     async def close(self):
+        await self.query_vectors.close()
         self.query_encoder.close()
         await self.store.close()
 

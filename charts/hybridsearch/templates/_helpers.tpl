@@ -151,6 +151,9 @@ Args: root, name, component.
 {{- end }}
 {{- if $v.externalRedis.url }}
 {{- $_ = set $env "HYBRIDSEARCH_EXPANSION__REDIS_URL" $v.externalRedis.url }}
+{{- else }}
+{{- /* No Redis: query vectors are kept in each vector pod's memory only (not looked for in a Redis that is not there). */}}
+{{- $_ = set $env "HYBRIDSEARCH_VECTOR__QUERY_CACHE_REDIS" "false" }}
 {{- end }}
 {{- /* No llama.cpp server inside a pod: an LLM is an external endpoint (config.expansion.llm_url). */}}
 {{- $_ = set $env "HYBRIDSEARCH_EXPANSION__LLM_SERVE" "" }}
