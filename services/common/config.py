@@ -247,7 +247,7 @@ class RerankSettings(BaseModel):
     # Candidate pools: CPU Triton reranks 10 in BALANCED (better than 20 on all six collections measured with
     # the shipped model, docs/quality.md); THOROUGH 40; with a GPU, 64 (standard) / 256 (deep).
     pool_cpu: int = 10
-    pool_cpu_deep: int = 40
+    pool_cpu_deep: int = 10  # THOROUGH on CPU: 40 lowered nDCG@10 (docs/quality.md "THOROUGH's policy")
     pool_gpu_standard: int = 64
     pool_gpu_deep: int = 256
     min_candidates: int = 5

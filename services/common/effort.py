@@ -2,10 +2,14 @@
 (the gateway's deadline, expansion, Rocchio feedback, the rerank decision; the expansion service's
 generator). The proto's Effort comments summarise the same rows.
 
-    effort    expansion             Rocchio  rerank when not asked       rerank pool  deadline
-    FAST      none                  no       never (Triton not asked)    -            search_deadline_s
-    BALANCED  PRF (if prf_in_balanced) yes   if rerank.in_balanced       standard     search_deadline_s
-    THOROUGH  LLM, else PRF         yes      yes                         deep         thorough_deadline_s
+    effort    expansion                    Rocchio  rerank when not asked     rerank pool  deadline
+    FAST      none                         no       never (Triton not asked)  -            search_deadline_s
+    BALANCED  PRF (if prf_in_balanced)     yes      if rerank.in_balanced     standard     search_deadline_s
+    THOROUGH  PRF and the LLM's, else PRF  yes      yes                       deep         thorough_deadline_s
+
+THOROUGH keeps BALANCED's feedback variants and adds the LLM's beside them (`keeps_prf`): the most
+expensive effort never fuses less than the cheaper one (docs/quality.md "THOROUGH's policy": the packaged
+0.5B model's variants alone lost to PRF's on Cranfield).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ class EffortPolicy:
     rerank: RerankDefault
     deep_rerank_pool: bool        # rerank.pool_*_deep rather than the standard pool
     long_deadline: bool           # thorough_deadline_s (waits for an LLM) rather than search_deadline_s
+    keeps_prf: bool = False       # an LLM expansion adds to the PRF variants BALANCED fuses, never replaces them
 
     @property
     def expands(self) -> bool:
@@ -62,7 +67,7 @@ EFFORTS: MappingProxyType[int, EffortPolicy] = MappingProxyType({
                                              deep_rerank_pool=False, long_deadline=False),
     common_pb2.EFFORT_THOROUGH: EffortPolicy("thorough", Expansion.LLM, prf_only_if_configured=False,
                                              rocchio_feedback=True, rerank=RerankDefault.ALWAYS,
-                                             deep_rerank_pool=True, long_deadline=True),
+                                             deep_rerank_pool=True, long_deadline=True, keeps_prf=True),
 })
 DEFAULT_EFFORT = common_pb2.EFFORT_BALANCED
 

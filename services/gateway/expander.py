@@ -6,7 +6,10 @@ and rerank still need once expansion has answered (docs/performance.md: the THOR
 
 from __future__ import annotations
 
+import asyncio
+
 from hybridsearch.common.config import Settings
+from hybridsearch.common.effort import effort_policy
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.breakers import Breakers
 from hybridsearch.gateway.deadline import CALL_ERRORS, Deadline, reason
@@ -36,7 +39,10 @@ class Expander:
         with observed(NAME):
             try:
                 async with self.breakers.guard(NAME):
-                    exp = await self.backends.expansion.Expand(request, timeout=self.budget(deadline))
+                    if effort_policy(plan.effort).keeps_prf:
+                        exp = await self._with_prf(request, deadline)
+                    else:
+                        exp = await self.backends.expansion.Expand(request, timeout=self.budget(deadline))
             except CALL_ERRORS as err:
                 report.leg(NAME, FAILED, reason(err))
                 return None
@@ -50,6 +56,27 @@ class Expander:
             report.leg(NAME, SKIPPED, exp.skip_reason)
         else:
             report.leg(NAME, OK, f"{exp.generator}{' (cached)' if exp.cache_hit else ''}")
+        return exp
+
+
+    async def _with_prf(self, request: expansion_pb2.ExpandRequest,
+                        deadline: Deadline) -> expansion_pb2.ExpandResponse:
+        """The effort's expansion (the LLM's) with BALANCED's feedback variants added beside it: both asked at
+        once; the feedback one is cheap (a BM25 probe, cached) and may fail alone."""
+        prf = expansion_pb2.ExpandRequest()
+        prf.CopyFrom(request)
+        prf.effort, prf.force = common_pb2.EFFORT_BALANCED, True
+        timeout = self.budget(deadline)
+        exp, feedback = await asyncio.gather(self.backends.expansion.Expand(request, timeout=timeout),
+                                             self.backends.expansion.Expand(prf, timeout=timeout),
+                                             return_exceptions=True)
+        if isinstance(exp, BaseException):
+            raise exp
+        if isinstance(feedback, BaseException) or feedback.skipped or exp.skipped:
+            return exp  # a strong signal skips both alike; a failed feedback call leaves the LLM's
+        for field in ("lexical_variants", "semantic_variants"):
+            mine = getattr(exp, field)
+            mine.extend(v for v in getattr(feedback, field) if v not in mine)
         return exp
 
 
