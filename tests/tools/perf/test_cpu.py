@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from hybridsearch.tools.perf.baseline import BaselineDocument, LibraryBaseline
-from hybridsearch.tools.perf.cpu import BaselineCpu, CpuFigure, CpuLedger, ordered, pooled_ms
+from hybridsearch.tools.perf.cpu import BaselineCpu, CpuFigure, CpuLedger, ordered, pooled_ms, settled
 from hybridsearch.tools.perf.load.report import cpu_headlines
 from hybridsearch.tools.perf.load.session import LoadPlan, Session
 from hybridsearch.tools.perf.procs import _service_of, cpu_ns, cpu_ns_of
@@ -35,6 +35,18 @@ def test_contiguous_readings_charge_every_nanosecond_to_one_column():
     assert ledger.per_answer_ms("nothing") == {}
     # a process that restarted (its clock went back) is charged nothing, never a negative figure
     assert ledger.charge("x", {"gateway": 10}, {"gateway": 3}) and ledger.per_answer_ms("x") == {"gateway": 0.0}
+
+
+def test_a_reading_waits_for_an_answers_trailing_work():
+    # the gateway spends 1 ms, then 0.5 ms, then 2 us per 2 ms window: quiet (< 5% of a core) at the third
+    spent = iter([0, 1_000_000, 1_500_000, 1_502_000, 1_504_000])
+    naps: list[float] = []
+    reading = settled(lambda: {"gateway": next(spent), "bm25": 7}, sleep=naps.append)
+    assert reading == {"gateway": 1_502_000, "bm25": 7} and naps == [0.002] * 3
+    busy = iter(range(0, 10**12, 10**6))  # never quiet: the last reading after the limit
+    naps.clear()
+    assert settled(lambda: {"vector": next(busy)}, limit_s=0.01, sleep=naps.append) == {"vector": 5_000_000}
+    assert len(naps) == 5
 
 
 def test_process_names_keep_the_stack_order():
