@@ -6,6 +6,10 @@
 #      both outside the query embedding (speed.json, speed.txt)
 #   2. closed loop, 4 workers, 30 s per scenario: CPU per answer under load, against the baseline's from 1
 #   3. the FAST stage budget: py-spy flame graphs and CPU per answer per bucket (flame.sh; skipped without py-spy)
+# Fresh-query figures (every answer embeds its query, as the baseline does) need the query vector cache off,
+# in the shell that starts the stack and runs this script alike:
+#   export HYBRIDSEARCH_VECTOR__QUERY_CACHE_SIZE=0 HYBRIDSEARCH_VECTOR__QUERY_CACHE_REDIS=false
+# With the cache on (the default) the figures are the cached stack's, and the outputs say so.
 # usage: docs/perf/cpu-per-answer.sh [OUT]   (default docs/perf/cpu-<date>); env DATA (default SciFact)
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -15,14 +15,34 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hybridsearch.common.config import Settings
 
 # Columns in this order wherever processes are listed; any other name (a `--pids` process) follows.
 PROCESS_ORDER = ("gateway", "bm25", "vector", "expansion", "fusion", "redis", "triton", "triton-python", "llm")
 
 CpuProbe = Callable[[], dict[str, int]]  # name -> CPU nanoseconds so far, of every process measured
 # Query texts the vector leg embeds per answer where the mode alone decides (speed modes, load scenarios);
-# expanding modes embed their semantic variants too, as many as expansion makes.
+# expanding modes embed their semantic variants too, as many as expansion makes. With the stack's query
+# vector cache on (vector/query_cache.py) a text it has seen is not embedded again, so these are counts
+# of a fresh query only.
 QUERY_EMBEDS: dict[str, float] = {"bm25": 0, "vector": 1, "fast": 1}
+QUERY_CACHE_OFF_ENV = "HYBRIDSEARCH_VECTOR__QUERY_CACHE_SIZE=0 HYBRIDSEARCH_VECTOR__QUERY_CACHE_REDIS=false"
+
+
+def query_cache_on(settings: Settings) -> bool:
+    """Whether the stack these settings describe keeps query vectors (either level of the cache)."""
+    return settings.vector.query_cache_size > 0 or bool(settings.vector.query_cache_redis_at(settings.expansion.redis_url))
+
+
+def embedded_estimate(texts: float | None, query_cache: bool) -> float | None:
+    """Texts the model embeds per answer as far as they can be known: none needs no cache to be off; any
+    other count is a fresh query's, unknown when the query cache may have had the vectors."""
+    if texts == 0:
+        return 0
+    return None if query_cache else texts
 
 
 def settled(probe: CpuProbe, window_s: float = 0.002, busy_share: float = 0.05, limit_s: float = 0.1,

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from hybridsearch.tools.perf.baseline import BaselineDocument, LibraryBaseline
-from hybridsearch.tools.perf.cpu import BaselineCpu, CpuFigure, CpuLedger, ordered, pooled_ms, settled
+from hybridsearch.common.config import Settings
+from hybridsearch.tools.perf.cpu import (BaselineCpu, CpuFigure, CpuLedger, embedded_estimate, ordered, pooled_ms,
+                                         query_cache_on, settled)
 from hybridsearch.tools.perf.load.report import cpu_headlines
 from hybridsearch.tools.perf.load.session import LoadPlan, Session
 from hybridsearch.tools.perf.procs import _service_of, cpu_ns, cpu_ns_of
@@ -195,6 +197,23 @@ def test_speed_charges_each_mode_its_own_cpu_and_sets_it_against_the_baseline():
     assert to_markdown(result).splitlines()[0].startswith("| path | p50 ms |")
 
 
+def test_with_the_query_cache_on_only_a_mode_that_embeds_nothing_keeps_its_split():
+    assert query_cache_on(Settings()) and not query_cache_on(Settings(vector={"query_cache_size": 0,
+                                                                              "query_cache_redis": False}))
+    assert query_cache_on(Settings(vector={"query_cache_size": 0}))  # the Redis level alone
+    assert [embedded_estimate(n, True) for n in (0, 1, 3.0, None)] == [0, None, None, None]
+    assert [embedded_estimate(n, False) for n in (0, 1, 3.0, None)] == [0, 1, 3.0, None]
+    gateway = FakeGateway()
+    result = run_speed(gateway, small_baseline(1.0), {"q1": "fusion"}, {"q1": {"d0": 1}}, "c", ["bm25", "fast"],
+                       warmup=0, cpu=gateway.read)
+    cpu_figures(result, default_embeds(["bm25", "fast"]), query_cache=True)
+    assert result["cpu"]["query_cache"] is True
+    assert result["columns"]["bm25"]["cpu"]["outside_embedding_ms"] == result["columns"]["bm25"]["cpu"]["total_ms"]
+    assert result["columns"]["fast"]["cpu"]["embed_ms"] is None and result["columns"]["fast"]["cpu"]["ratio"] > 0
+    table = cpu_markdown(result)
+    assert "query vector cache is on" in table and "QUERY_CACHE_SIZE=0" in table
+
+
 def test_speed_without_stack_processes_still_reports_the_baselines_cpu():
     result = run_speed(FakeGateway(), small_baseline(1.0), {"q1": "fusion"}, {"q1": {"d0": 1}}, "c", ["fast"],
                        warmup=0)
@@ -230,6 +249,13 @@ def test_loadtest_headlines_per_scenario_with_the_baseline():
     closed.runs = [{"name": "fast", "scenario": "fast", "kind": "closed", "ok": 10, "cpu_ms_per_answer": {"gateway": 1.0}}]
     (headline,) = closed.cpu_headlines()
     assert headline["label"] == "fast (closed loop, 4 workers)" and headline["ratio"] is None
+    assert not headline["query_cache"] and "cache" not in headline["line"]
+    cached = Session(LoadPlan(mode="closed", address="127.0.0.1:1", collection="c", queries=["q"], query_cache=True,
+                              baseline_cpu=BaselineCpu(10.0, 7.0)), pool=None, stop=None, origin=0.0)
+    cached.runs = closed.runs
+    (headline_cached,) = cached.cpu_headlines()
+    assert headline_cached["ratio"] == 0.1 and headline_cached["outside_embedding_ms"] is None
+    assert headline_cached["line"].endswith("; query vector cache on (a cycled query is embedded once)")
     assert cpu_headlines(closed.results()) == [headline["line"], "(no baseline CPU: --baseline-from a `hybridsearch "
                                                "speed --json-out` file, or --baseline-cpu-ms)"]
 

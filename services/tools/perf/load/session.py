@@ -24,7 +24,7 @@ from pathlib import Path
 import grpc
 
 from hybridsearch.common.iterables import batched
-from hybridsearch.tools.perf.cpu import QUERY_EMBEDS, BaselineCpu, CpuFigure, pooled_ms
+from hybridsearch.tools.perf.cpu import QUERY_EMBEDS, BaselineCpu, CpuFigure, embedded_estimate, pooled_ms
 from hybridsearch.tools.perf.flame import Profilers, ProfileSpec
 from hybridsearch.tools.perf.load.arrivals import ARRIVALS, bursts, schedule
 from hybridsearch.tools.perf.load.bounds import (MAX_CHANNELS, MAX_OUTSTANDING, MAX_REQUESTS, MAX_TOTAL_S,
@@ -84,6 +84,7 @@ class LoadPlan:
     cpu_pids: dict[str, int] = field(default_factory=dict)  # CPU per answer of these processes, each run
     baseline_cpu: BaselineCpu | None = None  # the in-process baseline's CPU per query, for the ratio
     profile: ProfileSpec | None = None  # py-spy on every Python service during the (one) closed-loop run
+    query_cache: bool = False  # the stack keeps query vectors: a cycled query is embedded once
 
     def planned_s(self) -> float:
         """Scheduled seconds of the whole command (drains and warm-ups aside)."""
@@ -271,10 +272,12 @@ class Session:
                 continue
             label = f"{scenario} ({HEADLINE_KINDS[runs[0]['kind']].format(plan=self.plan, runs=len(runs))})"
             per_process = pooled_ms(runs)
-            figure = (self.plan.baseline_cpu.figure(per_process, QUERY_EMBEDS.get(scenario)) if self.plan.baseline_cpu
-                      else CpuFigure(per_process))
+            embedded = embedded_estimate(QUERY_EMBEDS.get(scenario), self.plan.query_cache)
+            figure = self.plan.baseline_cpu.figure(per_process, embedded) if self.plan.baseline_cpu else CpuFigure(per_process)
+            line = figure.line(label) + ("; query vector cache on (a cycled query is embedded once)"
+                                         if self.plan.query_cache else "")
             out.append({"scenario": scenario, "label": label, "answers": sum(r["ok"] for r in runs),
-                        **figure.as_dict(), "line": figure.line(label)})
+                        "query_cache": self.plan.query_cache, **figure.as_dict(), "line": line})
         return out
 
     def results(self) -> dict:
