@@ -45,6 +45,7 @@ BUCKETS: dict[str, list[str]] = {
     "parse": ["deserialize (grpc/_common.py", "guarded_decoder", "FromString", "ParseFromString", "MergeFromString"],
     "serialise": ["serialize (grpc/_common.py", "SerializeToString", "MessageToDict", "MessageToJson"],
     "embedding": ["vector/embedder.py", "vector/e5.py", "QueryEncoder", "onnxruntime", "tokenizers"],
+    "query vector cache": ["vector/query_cache.py"],  # its lookups and writes; the model runs under it are embedding
     "tracing": ["opentelemetry", "trace/__init__.py", "_AgnosticContextManager", "contextvars_context.py",
                 "context/__init__.py", "common/telemetry.py"],
     "metrics": ["prometheus_client", "leaf:common/metrics.py", "leaf:gateway/observed.py"],

@@ -67,6 +67,9 @@ def test_the_first_bucket_in_table_order_wins():
     assert bucket_of(stack, {"calibration": ["calibration.py"], "previews": ["previews.py"]}) == "calibration"
     assert bucket_of(("x (asyncio/events.py:1)", "y (mine.py:2)"), {"loop": ["leaf:asyncio/"]}) == OTHER
     assert bucket_of((), BUCKETS) == OTHER
+    lookup = ("Search (services/vector/service.py:1)", "QueryVectorCache.embed (services/vector/query_cache.py:2)")
+    assert bucket_of(lookup) == "query vector cache"
+    assert bucket_of((*lookup, "OnnxEmbedder.embed (services/vector/embedder.py:3)")) == "embedding"
     assert list(BUCKETS)[:2] == ["parse", "serialise"]  # "deserialize (grpc/..." contains "serialize (grpc/..."
 
 
