@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from hybridsearch.cli.base import TOOLS, app, console, gateway_client, progress_bar, tool_imports
 from hybridsearch.common.config import get_settings
@@ -47,14 +48,23 @@ def loadtest(
     seed: int = 0,
     pids: Annotated[str, typer.Option(help="comma list of pids whose RSS is sampled every second")] = "",
     rss: Annotated[bool, typer.Option(help="sample the RSS of every running `hybridsearch serve` process, Triton, Redis")] = False,
+    cpu: Annotated[bool, typer.Option("--cpu/--no-cpu", help="CPU ms per answer of the stack's processes (or --pids), per run and as a headline per scenario")] = True,
+    baseline_cpu_ms: Annotated[Optional[float], typer.Option(help="the in-process baseline's CPU ms per query, for the headline's ratio")] = None,
+    baseline_from: Annotated[Optional[Path], typer.Option(exists=True, dir_okay=False, help="... read from a `hybridsearch speed --json-out` file (with its embedding's part)")] = None,
+    profile: Annotated[Optional[Path], typer.Option(file_okay=False, help="closed loop, one scenario: py-spy flame graphs of every service into this folder, and the CPU budget by stage")] = None,
+    py_spy: Annotated[Optional[str], typer.Option(help="the py-spy binary (default: on PATH or beside this Python)")] = None,
+    profile_rate: Annotated[int, typer.Option(help="py-spy samples a second")] = 100,
     address: Annotated[Optional[str], typer.Option(help="gateway (loopback only; default from settings)")] = None,
     out: Annotated[Optional[Path], typer.Option(help="folder for loadtest.json and the PNGs (default var/loadtest/<time>-<mode>)")] = None,
 ):
     """Load a running gateway over loopback gRPC: open/closed loop, ramp to the knee, queries while writing,
-    bursts of concurrent requests."""
+    bursts of concurrent requests; CPU per answer of every stack process."""
     import datetime as dt
 
     with tool_imports("loadtest"):
+        from hybridsearch.tools.perf.budget import BUDGET_NAME, budget_of_folder, budget_table
+        from hybridsearch.tools.perf.cpu import BaselineCpu, query_cache_on
+        from hybridsearch.tools.perf.flame import ProfileSpec, find_py_spy
         from hybridsearch.tools.perf.load.bounds import LoadBoundsError, check_loopback
         from hybridsearch.tools.perf.load.memory import discover, name_pids
         from hybridsearch.tools.perf.load.ramp import default_steps, parse_steps
@@ -81,17 +91,37 @@ def loadtest(
             deadline_s=deadline_ms / 1000, channels=channels, max_outstanding=max_outstanding,
             stage_timings=stage_timings, warmup=warmup, seed=seed,
         )
-        if pids or rss:
-            plan.rss_pids = name_pids([int(p) for p in pids.split(",") if p.strip()]) if pids else discover()
+        processes = {}
+        if pids:
+            processes = name_pids([int(p) for p in pids.split(",") if p.strip()])
+        elif rss or cpu:
+            processes = discover()
+            if target.rsplit(":", 1)[1] != settings.endpoints.addr("gateway").rsplit(":", 1)[1]:
+                console.print("[yellow]--address is not these settings' gateway: the processes measured are "
+                              "these settings' stack's (name the right ones with --pids)[/]")
+        plan.rss_pids = processes if pids or rss else {}
+        plan.cpu_pids = processes if pids or cpu else {}
+        plan.query_cache = query_cache_on(settings)
+        if baseline_from is not None:
+            plan.baseline_cpu = BaselineCpu.from_speed_json(baseline_from)
+        elif baseline_cpu_ms is not None:
+            plan.baseline_cpu = BaselineCpu(baseline_cpu_ms)
+        if profile is not None:
+            plan.profile = ProfileSpec(profile, find_py_spy(py_spy), profile_rate)
         plan.check()
     except (LoadBoundsError, ValueError, FileNotFoundError) as err:
-        console.print(f"[red]{err}[/]")
+        console.print(f"[red]{escape(str(err))}[/]", soft_wrap=True)
         raise typer.Exit(2) from None
     report = execute(plan)
     folder = out or settings.data_dir / "loadtest" / f"{dt.datetime.now():%Y%m%d-%H%M%S}-{mode}"
     path = write_outputs(report, folder)
     print_summary(report, Console())
     console.print(f"report → {path} (plots: {', '.join(report['plots']) or 'none'})")
+    if report["profile"]:
+        budget = budget_of_folder(profile)
+        (profile / BUDGET_NAME).write_text(json.dumps(budget, indent=1))
+        Console().print(budget_table(budget))
+        console.print(f"flame graphs, collapsed stacks and the budget → {profile}")
 
 
 @app.command(rich_help_panel=TOOLS)
@@ -101,14 +131,20 @@ def speed(
     top_k: Annotated[int, typer.Option(help="hits per answer")] = 10,
     limit: Annotated[int, typer.Option(help="only the first N judged queries (0 = all)")] = 0,
     budget: Annotated[bool, typer.Option("--budget/--no-budget", help="a second pass with explain: stage timings")] = True,
+    cpu: Annotated[bool, typer.Option("--cpu/--no-cpu", help="CPU ms per answer of every stack process (their CPU clocks between calls)")] = True,
     json_out: Annotated[Optional[Path], typer.Option("--json-out", help="write the figures here")] = None,
 ):
-    """Sequential latency through a running gateway, interleaved with the in-process library baseline."""
+    """Sequential latency and CPU per answer through a running gateway, interleaved with the in-process
+    library baseline."""
     with tool_imports("speed"):
         from hybridsearch.tools.bench import collection_name, ensure_indexed
         from hybridsearch.corpus import beir_corpus_file, load_judged_queries, read_beir_corpus
         from hybridsearch.tools.perf.baseline import BaselineDocument, LibraryBaseline
-        from hybridsearch.tools.perf.speed import SPEED_MODES, budget_markdown, run_speed, stage_budget, to_markdown
+        from hybridsearch.tools.perf.cpu import query_cache_on, settled
+        from hybridsearch.tools.perf.load.memory import discover
+        from hybridsearch.tools.perf.procs import cpu_ns_of
+        from hybridsearch.tools.perf.speed import (SPEED_MODES, budget_markdown, cpu_figures, cpu_markdown,
+                                                   default_embeds, run_speed, stage_budget, to_markdown)
 
     wanted = [m.strip() for m in modes.split(",") if m.strip()]
     if unknown := [m for m in wanted if m not in SPEED_MODES]:
@@ -117,6 +153,11 @@ def speed(
     client = gateway_client()
     collection = collection_name(folder, settings)
     queries, qrels = load_judged_queries(folder, limit)
+    pids = discover() if cpu else {}
+    if cpu and "gateway" not in pids:
+        console.print("[yellow]CPU per answer: no gateway process of these settings' stack on this machine; "
+                      "the stack's CPU is not measured[/]")
+        pids = {}
     with progress_bar() as progress:
         task = progress.add_task(f"indexing {folder.name}", total=None)
         ensure_indexed(client, folder, collection, progress=lambda n: progress.advance(task, n))
@@ -126,12 +167,23 @@ def speed(
                                          settings.vector.embedder, settings.vector.max_seq_length)
         t = progress.add_task("interleaved run", total=len(queries))
         result = run_speed(client, baseline, queries, qrels, collection, wanted, top_k,
-                           progress=lambda: progress.advance(t))
+                           progress=lambda: progress.advance(t),
+                           cpu=(lambda: settled(lambda: cpu_ns_of(pids))) if pids else None)
+        embeds = default_embeds(wanted)
         if budget:
             progress.add_task("stage budget (explain on)", total=None)
-            result["budget"] = stage_budget(client, queries, collection, wanted, top_k)
+            result["budget"], counted = stage_budget(client, queries, collection, wanted, top_k)
+            embeds.update(counted)
     result["dataset"] = folder.resolve().name
+    result["cpu"]["processes"] = pids
+    # The vector leg reports its cache lookups (explain) only with a cache level on: the stack's own word,
+    # where the budget pass ran; these settings' otherwise.
+    cached = (any(stage.endswith(".embed_cache") for per in result["budget"].values() for stage in per) if budget
+              else query_cache_on(settings))
+    cpu_figures(result, embeds, cached)
     console.print(to_markdown(result))
+    console.print("\nCPU ms per answer (each process's CPU clock, read between calls):")
+    console.print(cpu_markdown(result), soft_wrap=True)
     if budget:
         console.print(budget_markdown(result["budget"]))
     if json_out:

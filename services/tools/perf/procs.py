@@ -3,11 +3,16 @@
 Used to turn a load run into per-request CPU cost per service (the sizing table of
 docs/performance.md) and to sample memory over a run. Linux only; a process that exits mid-run simply
 stops being counted.
+
+CPU time comes from the process's CPU clock (clock_gettime on CLOCK_PROCESS_CPUTIME of another pid:
+nanoseconds, every thread, the exited ones too), so one sequential query can be measured on its own;
+/proc/PID/stat's user + system ticks (10 ms each) are the fallback where that clock cannot be read.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,11 +24,12 @@ SERVICES = services.NAMES  # `hybridsearch serve <name>` children (common.servic
 
 
 def stack_processes(proc: Path = Path("/proc"), ports: dict[str, int] | None = None) -> dict[str, int]:
-    """name -> pid of every running service (`hybridsearch serve <name>` children), Triton and Redis.
+    """name -> pid of every running service (`hybridsearch serve <name>` children), Triton, Redis and the LLM.
 
     With several stacks on the machine (a test stack, a second checkout) a name has several processes:
-    `ports` (name -> the port that stack's part listens on) then picks the one listening there, and
-    Triton's Python stub is the one whose parent is the chosen Triton."""
+    `ports` (name -> the port that stack's part listens on) then picks the one listening there, and leaves
+    out a lone process that does not (another stack's: this one runs no such part); Triton's Python stub is
+    the one whose parent is the chosen Triton."""
     found: dict[str, list[int]] = {}
     for entry in proc.iterdir():
         if not entry.name.isdigit():
@@ -39,12 +45,20 @@ def stack_processes(proc: Path = Path("/proc"), ports: dict[str, int] | None = N
     if ports:
         listeners = listening_inodes(proc)
         for name, pids in found.items():
-            if len(pids) > 1 and name in ports:
-                inodes = listeners.get(ports[name], set())
-                chosen[name] = next((pid for pid in sorted(pids) if _holds_socket(proc, pid, inodes)), chosen[name])
-        if "triton" in chosen and len(found.get("triton-python", [])) > 1:
-            chosen["triton-python"] = next((pid for pid in found["triton-python"]
-                                            if _parent(proc, pid) == chosen["triton"]), chosen["triton-python"])
+            if name not in ports:
+                continue
+            inodes = listeners.get(ports[name], set())
+            holding = [pid for pid in sorted(pids) if _holds_socket(proc, pid, inodes)]
+            if holding:
+                chosen[name] = holding[0]
+            elif len(pids) == 1 and _fds_readable(proc, pids[0]):
+                del chosen[name]  # another stack's: it does not listen where this stack's would
+        if "triton-python" in chosen:
+            stubs = [pid for pid in found["triton-python"] if _parent(proc, pid) == chosen.get("triton")]
+            if stubs:
+                chosen["triton-python"] = stubs[0]
+            else:
+                del chosen["triton-python"]
     return chosen
 
 
@@ -71,6 +85,15 @@ def _holds_socket(proc: Path, pid: int, inodes: set[str]) -> bool:
         return False
 
 
+def _fds_readable(proc: Path, pid: int) -> bool:
+    """Whether this process may look at `pid`'s open files (not another user's, unless root)."""
+    try:
+        next(iter((proc / str(pid) / "fd").iterdir()), None)
+    except OSError:
+        return False
+    return True
+
+
 def _parent(proc: Path, pid: int) -> int:
     try:
         stat = (proc / str(pid) / "stat").read_text()
@@ -90,6 +113,8 @@ def _service_of(args: list[str]) -> str | None:
         return "triton-python"
     if args and os.path.basename(args[0].split()[0]) == "redis-server":  # redis rewrites its title
         return "redis"
+    if "llama_cpp.server" in args:  # the launcher's llama.cpp server (THOROUGH's expansion LLM)
+        return "llm"
     return None
 
 
@@ -99,16 +124,42 @@ class Usage:
     rss_bytes: int
 
 
-def usage(pid: int, proc: Path = Path("/proc")) -> Usage | None:
-    """CPU seconds (user + system, all threads) and resident bytes; None when the process is gone."""
+def _process_clock(pid: int) -> int:
+    """The clock id of a process's CPU clock (the kernel's MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED))."""
+    return (~pid << 3) | 2
+
+
+def cpu_ns(pid: int, proc: Path = Path("/proc")) -> int | None:
+    """CPU nanoseconds the process has used (user + system, all its threads); None when it is gone.
+
+    The process CPU clock where it can be read (nanoseconds), else /proc/PID/stat's ticks."""
+    if proc == Path("/proc"):
+        try:
+            return time.clock_gettime_ns(_process_clock(pid))
+        except (OSError, OverflowError):
+            pass
     try:
         stat = (proc / str(pid) / "stat").read_text()
-        statm = (proc / str(pid) / "statm").read_text().split()
     except OSError:
         return None
     fields = stat[stat.rindex(")") + 2:].split()  # the command name may contain spaces
-    utime, stime = int(fields[11]), int(fields[12])
-    return Usage((utime + stime) / CLOCK_TICKS, int(statm[1]) * PAGE_BYTES)
+    return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // CLOCK_TICKS
+
+
+def cpu_ns_of(pids: dict[str, int]) -> dict[str, int]:
+    """name -> CPU nanoseconds of each process still running."""
+    return {name: ns for name, pid in pids.items() if (ns := cpu_ns(pid)) is not None}
+
+
+def usage(pid: int, proc: Path = Path("/proc")) -> Usage | None:
+    """CPU seconds (user + system, all threads) and resident bytes; None when the process is gone."""
+    try:
+        statm = (proc / str(pid) / "statm").read_text().split()
+    except OSError:
+        return None
+    if (ns := cpu_ns(pid, proc)) is None:
+        return None
+    return Usage(ns / 1e9, int(statm[1]) * PAGE_BYTES)
 
 
 def snapshot(pids: dict[str, int]) -> dict[str, Usage]:

@@ -85,10 +85,17 @@ def test_open_loop_counts_every_scheduled_request(stack, indexed, queries, tmp_p
 
 
 def test_closed_loop(stack, indexed, queries, tmp_path):
-    report = loadtest(stack, queries, tmp_path, "closed", "--workers", "2", "--duration", "2", "-s", "bm25")
+    report = loadtest(stack, queries, tmp_path, "closed", "--workers", "2", "--duration", "2", "-s", "bm25",
+                      "--baseline-cpu-ms", "10")
     (run,) = report["runs"]
     counted(run)
     assert run["kind"] == "closed" and run["scenario"] == "bm25" and run["ok"] > 0 and run["dropped_by_client"] == 0
+    # CPU per answer of this stack's processes (found by its ports), and the headline against the baseline's
+    cpu = run["cpu_ms_per_answer"]
+    assert cpu["gateway"] > 0 and cpu["bm25"] > 0 and set(cpu) <= set(report["cpu"]["processes"])
+    (headline,) = report["cpu"]["headlines"]
+    assert headline["label"] == "bm25 (closed loop, 2 workers)" and headline["total_ms"] >= cpu["gateway"] + cpu["bm25"]
+    assert headline["ratio"] == round(headline["total_ms"] / 10, 3) and headline["outside_embedding_ms"] is None
 
 
 def test_two_step_ramp(stack, indexed, queries, tmp_path):

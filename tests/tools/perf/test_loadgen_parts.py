@@ -215,7 +215,8 @@ async def test_plots_and_report_from_synthetic_runs(tmp_path):
               "stages_median_ms": {"fast": {"fusion": 1.0, TOOK_STAGE: 20.0}, "bm25": {TOOK_STAGE: 5.0}},
               "rss": {"pids": {"gateway": 1}, "period_s": 1.0,
                       "series": [{"t": t, "rss_mb": {"gateway": 100.0 + t}} for t in range(5)]},
-              "interrupted": False}
+              "interrupted": False, "cpu": {"baseline": None, "headlines": [{"line": "fast (ramp, 5 steps pooled): CPU "
+                                                                                     "per answer 15.75 ms"}]}}
     path = write_outputs(report, tmp_path)
     assert sorted(report["plots"]) == ["latency_over_time.png", "latency_vs_load.png", "rss_over_time.png",
                                        "stage_breakdown.png"]
@@ -228,6 +229,9 @@ async def test_plots_and_report_from_synthetic_runs(tmp_path):
     assert "knee 80" in out.getvalue() and "RESOURCE_EXHAUSTED:4" in out.getvalue()
     cpu_row = next(line for line in out.getvalue().splitlines() if "fast @ 10 QPS" in line and "12.2" in line)
     assert "3.5" in cpu_row and "15.8" in cpu_row  # per process, and their total
+    assert out.getvalue().splitlines()[-2:] == ["fast (ramp, 5 steps pooled): CPU per answer 15.75 ms",
+                                                "(no baseline CPU: --baseline-from a `hybridsearch speed --json-out` "
+                                                "file, or --baseline-cpu-ms)"]
 
 
 def test_a_burst_run_is_reported(tmp_path):

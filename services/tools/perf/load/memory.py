@@ -1,7 +1,7 @@
 """Resident memory of the stack's processes once a second during a command, for the memory-over-time plot.
 
-The processes are the pids given (`--pids`), or every `hybridsearch serve <name>` child, Triton and
-Redis found in /proc (perf.procs). A process that exits stops being sampled.
+The processes are the pids given (`--pids`), or every `hybridsearch serve <name>` child, Triton, Redis
+and the llama.cpp server found in /proc (perf.procs). A process that exits stops being sampled.
 """
 
 from __future__ import annotations
@@ -32,7 +32,11 @@ def discover() -> dict[str, int]:
     ports = {name: int(settings.endpoints.addr(name).rsplit(":", 1)[1]) for name in SERVICES}
     ports["triton"] = int(settings.rerank.triton_url.rsplit(":", 1)[1])
     ports["redis"] = urlsplit(settings.expansion.redis_url).port or 6379
-    return stack_processes(ports=ports)
+    ports["llm"] = settings.expansion.llm_port
+    found = stack_processes(ports=ports)
+    if not settings.expansion.llm_serve:  # this stack serves no LLM: one on its port is another's (or external)
+        found.pop("llm", None)
+    return found
 
 
 class RssSampler:

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from hybridsearch.tools.perf.cpu import ordered
 from hybridsearch.tools.perf.load.plots import write_plots
 
 REPORT_NAME = "loadtest.json"
@@ -80,17 +81,31 @@ def stages_table(stages: dict[str, dict[str, float]]) -> Table:
     return table
 
 
+def _run_cpu(run: dict) -> dict[str, float]:
+    """A run's CPU ms per OK answer (per answered request in reports from before that figure)."""
+    return run.get("cpu_ms_per_answer") or run.get("cpu_ms_per_request") or {}
+
+
 def cpu_table(runs: list[dict]) -> Table:
-    """CPU milliseconds each sampled process spent per answered request, per run (--rss / --pids)."""
-    names = list(dict.fromkeys(n for run in runs for n in run.get("cpu_ms_per_request", {})))
-    table = Table(title="CPU ms per answered request, per process")
+    """CPU milliseconds each measured process spent per OK answer, per run."""
+    names = ordered(n for run in runs for n in _run_cpu(run))
+    table = Table(title="CPU ms per answer (OK answers), per process (its CPU clock over the run)")
     table.add_column("run")
     for name in [*names, "total"]:
         table.add_column(name, justify="right")
     for run in runs:
-        if cpu := run.get("cpu_ms_per_request"):
+        if cpu := _run_cpu(run):
             table.add_row(run["name"], *(_ms(cpu.get(n)) for n in names), _ms(sum(cpu.values())))
     return table
+
+
+def cpu_headlines(report: dict) -> list[str]:
+    """One line per scenario: its CPU per answer, per process and in all, against the baseline's if given."""
+    cpu = report.get("cpu") or {}
+    lines = [h["line"] for h in cpu.get("headlines", [])]
+    if lines and cpu.get("baseline") is None:
+        lines.append("(no baseline CPU: --baseline-from a `hybridsearch speed --json-out` file, or --baseline-cpu-ms)")
+    return lines
 
 
 def print_summary(report: dict, console: Console) -> None:
@@ -103,9 +118,11 @@ def print_summary(report: dict, console: Console) -> None:
     for run in report["runs"]:
         if run["failed_legs"]:
             console.print(f"{run['name']}: failed legs {run['failed_legs']}")
-    if any(run.get("cpu_ms_per_request") for run in report["runs"]):
+    if any(_run_cpu(run) for run in report["runs"]):
         console.print(cpu_table(report["runs"]))
     if any(report["stages_median_ms"].values()):
         console.print(stages_table(report["stages_median_ms"]))
+    for line in cpu_headlines(report):
+        console.print(line, style="bold", markup=False, soft_wrap=True)
     if report["interrupted"]:
         console.print("[yellow]interrupted: the figures cover what ran before Ctrl-C[/]")

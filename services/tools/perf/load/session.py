@@ -17,12 +17,15 @@ import signal
 import statistics
 import sys
 from collections import defaultdict
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import grpc
 
 from hybridsearch.common.iterables import batched
+from hybridsearch.tools.perf.cpu import QUERY_EMBEDS, BaselineCpu, CpuFigure, embedded_estimate, pooled_ms
+from hybridsearch.tools.perf.flame import Profilers, ProfileSpec
 from hybridsearch.tools.perf.load.arrivals import ARRIVALS, bursts, schedule
 from hybridsearch.tools.perf.load.bounds import (MAX_CHANNELS, MAX_OUTSTANDING, MAX_REQUESTS, MAX_TOTAL_S,
                                                  LoadBoundsError, check_loopback, check_run, outstanding_cap)
@@ -38,6 +41,10 @@ from hybridsearch.tools.perf.procs import cpu_ms_per_request, snapshot
 MODES = ("open", "closed", "ramp", "mixed", "burst")
 MAX_BURSTS = 100
 COMPARED = ("p50", "p90", "p99", "p99.9")
+# The runs a scenario's CPU headline comes from, by kind, and how the headline names them.
+HEADLINE_KINDS = {"closed": "closed loop, {plan.workers} workers", "open": "open loop, {plan.rate:g}/s",
+                  "ramp-step": "ramp, {runs} steps pooled", "no-writes": "open loop, {plan.rate:g}/s, no writes",
+                  "burst": "{plan.bursts} bursts of {plan.burst_size}"}
 
 
 @dataclass
@@ -74,6 +81,10 @@ class LoadPlan:
     warmup: int = 5
     seed: int = 0
     rss_pids: dict[str, int] = field(default_factory=dict)
+    cpu_pids: dict[str, int] = field(default_factory=dict)  # CPU per answer of these processes, each run
+    baseline_cpu: BaselineCpu | None = None  # the in-process baseline's CPU per query, for the ratio
+    profile: ProfileSpec | None = None  # py-spy on every Python service during the (one) closed-loop run
+    query_cache: bool = False  # the stack keeps query vectors: a cycled query is embedded once
 
     def planned_s(self) -> float:
         """Scheduled seconds of the whole command (drains and warm-ups aside)."""
@@ -106,6 +117,9 @@ class LoadPlan:
             raise LoadBoundsError("channels 1-64, write batch 1-1000 and a positive deadline")
         if self.planned_s() > MAX_TOTAL_S:
             raise LoadBoundsError(f"the command would run {self.planned_s():.0f} s; the limit is {MAX_TOTAL_S:.0f} s")
+        if self.profile is not None and (self.mode != "closed" or len(self.scenarios) != 1 or not self.cpu_pids):
+            raise ValueError("--profile: one closed-loop run of one scenario, with the stack's processes found "
+                             "(samples of two scenarios cannot be told apart)")
 
     def parameters(self) -> dict:
         params = asdict(self)
@@ -127,19 +141,22 @@ class Session:
         self.mixed: dict[str, dict] = {}
         self.stages: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         self.cpu_before: dict[str, dict] = {}
+        self.profile: Path | None = None
 
     def _recorder(self, name: str, deadline_s: float | None = None) -> Recorder:
         loop = asyncio.get_running_loop()
-        if self.plan.rss_pids:  # CPU seconds of each sampled process from here to the run's _keep
-            self.cpu_before[name] = snapshot(self.plan.rss_pids)
+        if self.plan.cpu_pids:  # CPU seconds of each measured process from here to the run's _keep
+            self.cpu_before[name] = snapshot(self.plan.cpu_pids)
         return Recorder(name, loop.time(), deadline_s or self.plan.deadline_s, self.origin)
 
     def _keep(self, summary: dict, scenario: str, kind: str, recorder: Recorder | None = None) -> dict:
         summary.update(scenario=scenario, kind=kind)
         if (before := self.cpu_before.pop(summary["name"], None)) is not None:
-            # Per answered request; a run beside another (queries while writing) shares the processes' CPU.
-            summary["cpu_ms_per_request"] = cpu_ms_per_request(before, snapshot(self.plan.rss_pids),
-                                                                summary["completed"])
+            # Per answered request (any code) and per OK answer; a run beside another (queries while
+            # writing) shares the processes' CPU with it.
+            after = snapshot(self.plan.cpu_pids)
+            summary["cpu_ms_per_request"] = cpu_ms_per_request(before, after, summary["completed"])
+            summary["cpu_ms_per_answer"] = cpu_ms_per_request(before, after, summary["ok"])
         self.runs.append(summary)
         if recorder is not None:
             for stage, values in recorder.stages.items():
@@ -237,12 +254,39 @@ class Session:
                 return
             call = self._search(scenario)
             await self._warm(call)
-            await runner[self.plan.mode](scenario, call)
+            profiling = Profilers(self.plan.profile, self.plan.cpu_pids) if self.plan.profile else nullcontext()
+            with profiling as profilers:
+                await runner[self.plan.mode](scenario, call)
+            if profilers is not None and self.runs:
+                run = self.runs[-1]
+                self.profile = profilers.write(run.get("cpu_ms_per_answer", {}), run["ok"], run["name"])
+
+    def cpu_headlines(self) -> list[dict]:
+        """Per scenario, CPU ms per OK answer of each process and their sum, against the baseline's when
+        given: a closed or open run's, a ramp's steps pooled, the mixed run's queries without writes."""
+        out = []
+        for scenario in self.plan.scenarios:
+            runs = [r for r in self.runs if r["scenario"] == scenario and r["kind"] in HEADLINE_KINDS
+                    and r.get("cpu_ms_per_answer")]
+            if not runs:
+                continue
+            label = f"{scenario} ({HEADLINE_KINDS[runs[0]['kind']].format(plan=self.plan, runs=len(runs))})"
+            per_process = pooled_ms(runs)
+            embedded = embedded_estimate(QUERY_EMBEDS.get(scenario), self.plan.query_cache)
+            figure = self.plan.baseline_cpu.figure(per_process, embedded) if self.plan.baseline_cpu else CpuFigure(per_process)
+            line = figure.line(label) + ("; query vector cache on (a cycled query is embedded once)"
+                                         if self.plan.query_cache else "")
+            out.append({"scenario": scenario, "label": label, "answers": sum(r["ok"] for r in runs),
+                        "query_cache": self.plan.query_cache, **figure.as_dict(), "line": line})
+        return out
 
     def results(self) -> dict:
         stages = {scenario: {stage: round(statistics.median(v), 3) for stage, v in per.items()}
                   for scenario, per in self.stages.items()}
-        return {"runs": self.runs, "ramps": self.ramps, "mixed": self.mixed, "stages_median_ms": stages}
+        baseline = asdict(self.plan.baseline_cpu) if self.plan.baseline_cpu else None
+        cpu = {"processes": self.plan.cpu_pids, "baseline": baseline, "headlines": self.cpu_headlines()}
+        return {"runs": self.runs, "ramps": self.ramps, "mixed": self.mixed, "stages_median_ms": stages, "cpu": cpu,
+                "profile": str(self.profile) if self.profile else None}
 
 
 def compare(without: dict, with_: dict) -> dict:
