@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hybridsearch.common import services
+
 if TYPE_CHECKING:
     from hybridsearch.common.config import Settings
 
 # Columns in this order wherever processes are listed; any other name (a `--pids` process) follows.
-PROCESS_ORDER = ("gateway", "bm25", "vector", "expansion", "fusion", "redis", "triton", "triton-python", "llm")
+PROCESS_ORDER = (*services.NAMES, "redis", "triton", "triton-python", "llm")  # the service table, then the rest
 
 CpuProbe = Callable[[], dict[str, int]]  # name -> CPU nanoseconds so far, of every process measured
 # Query texts the vector leg embeds per answer where the mode alone decides (speed modes, load scenarios);
