@@ -45,6 +45,7 @@ class EffortPolicy:
     deep_rerank_pool: bool        # rerank.pool_*_deep rather than the standard pool
     long_deadline: bool           # thorough_deadline_s (waits for an LLM) rather than search_deadline_s
     keeps_prf: bool = False       # an LLM expansion adds to the PRF variants BALANCED fuses, never replaces them
+    llm_variants: bool = True     # with keeps_prf: the LLM's rewrites are fused too (else only its HyDE passage)
 
     @property
     def expands(self) -> bool:
@@ -67,7 +68,8 @@ EFFORTS: MappingProxyType[int, EffortPolicy] = MappingProxyType({
                                              deep_rerank_pool=False, long_deadline=False),
     common_pb2.EFFORT_THOROUGH: EffortPolicy("thorough", Expansion.LLM, prf_only_if_configured=False,
                                              rocchio_feedback=True, rerank=RerankDefault.ALWAYS,
-                                             deep_rerank_pool=True, long_deadline=True, keeps_prf=True),
+                                             deep_rerank_pool=True, long_deadline=True, keeps_prf=True,
+                                             llm_variants=False),
 })
 DEFAULT_EFFORT = common_pb2.EFFORT_BALANCED
 

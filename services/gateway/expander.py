@@ -74,9 +74,12 @@ class Expander:
             raise exp
         if isinstance(feedback, BaseException) or feedback.skipped or exp.skipped:
             return exp  # a strong signal skips both alike; a failed feedback call leaves the LLM's
+        keep_llm_variants = effort_policy(request.effort).llm_variants
         for field in ("lexical_variants", "semantic_variants"):
-            mine = getattr(exp, field)
-            mine.extend(v for v in getattr(feedback, field) if v not in mine)
+            mine, theirs = getattr(exp, field), list(getattr(feedback, field))
+            if not keep_llm_variants and not exp.fallback_reason:
+                del mine[:]  # the LLM's HyDE passage stays; its rewrites lost to PRF's (docs/quality.md)
+            mine.extend(v for v in theirs if v not in mine)
         return exp
 
 

@@ -14,7 +14,7 @@ import pytest
 from query_standins import Call, Fusion, Reranker, backends, expansion, leg_answer, rpc_error, run
 
 from hybridsearch.gateway.report import FAILED, OK, SKIPPED, Report
-from hybridsearch.v1 import common_pb2
+from hybridsearch.v1 import common_pb2, expansion_pb2
 
 ORIGINAL, HYDE = common_pb2.QUERY_KIND_ORIGINAL, common_pb2.QUERY_KIND_HYDE
 LEXICAL, SEMANTIC = common_pb2.QUERY_KIND_LEXICAL_VARIANT, common_pb2.QUERY_KIND_SEMANTIC_VARIANT
@@ -171,3 +171,26 @@ async def test_without_the_batch_window_variants_are_a_second_round():
     assert len(parts.vector.Search.requests) == len(parts.bm25.Search.requests) == 2
     assert [q.kind for q in parts.vector.Search.requests[0].queries] == [ORIGINAL]
     assert len(answer.response.explain.leg_lists) == 6
+
+
+async def test_thorough_fuses_balanceds_feedback_variants_and_the_llms_hyde():
+    """THOROUGH's row (common.effort): PRF's variants, as BALANCED fuses them, and the LLM's HyDE passage; the
+    LLM's own rewrites are dropped (they lost to PRF's: docs/quality.md "THOROUGH's policy")."""
+    from query_standins import Stub
+
+    def answer(request):
+        if request.effort == common_pb2.EFFORT_THOROUGH:
+            return expansion_pb2.ExpandResponse(lexical_variants=["llm rewrite"], semantic_variants=["llm semantic"],
+                                                hyde="an llm passage", generator="llm:stand-in", cache_available=True)
+        return expansion_pb2.ExpandResponse(lexical_variants=["prf terms"], semantic_variants=["prf semantic"],
+                                            generator="prf", cache_available=True)
+
+    stub = Stub(Search=Call())
+    stub.Expand = Call(answer, delay=0.2)
+    parts = backends(expansion=stub)
+    answer_, report = await run(parts, effort=THOROUGH, rerank=False, explain=True)
+    assert {r.effort for r in stub.Expand.requests} == {THOROUGH, BALANCED}
+    queries = {(rl.kind, rl.query) for rl in answer_.response.explain.leg_lists}
+    assert {(LEXICAL, "prf terms"), (SEMANTIC, "prf semantic"), (HYDE, "an llm passage")} <= queries
+    assert not {q for _, q in queries} & {"llm rewrite", "llm semantic"}
+    assert report.legs["expansion"].reason == "llm:stand-in"
