@@ -41,15 +41,21 @@ async def retrieve(plan: SearchPlan, deadline: Deadline, runner: LegRunner, expa
     original = [common_pb2.LegQuery(text=plan.query, kind=common_pb2.QUERY_KIND_ORIGINAL)]
     t = time.perf_counter()
     expansion = asyncio.ensure_future(expander.expand(plan, deadline, report))
+    stragglers = runner.stragglers(len(used))
+
+    def call(leg: RetrievalLeg, variants: list[common_pb2.LegQuery]) -> asyncio.Future:
+        return asyncio.ensure_future(runner.run(leg, plan, original + _taken(leg, variants), deadline, report,
+                                                stragglers=stragglers))
+
+    waiting = [leg for leg in used if plan.expands and batch_wait_s and _takes_variants(leg)]
+    calls = {leg.name: call(leg, []) for leg in used if leg not in waiting}  # at once: nothing to wait for
     batched: list[common_pb2.LegQuery] = []
-    if plan.expands and batch_wait_s and any(leg.kinds - {common_pb2.QUERY_KIND_ORIGINAL} for leg in used):
+    if waiting:
         done, _ = await asyncio.wait({expansion}, timeout=batch_wait_s)
         if done:
             batched = variant_queries(expansion.result())
-    stragglers = runner.stragglers(len(used))
-    calls = {leg.name: asyncio.ensure_future(runner.run(leg, plan, original + _taken(leg, batched), deadline, report,
-                                                        stragglers=stragglers))
-             for leg in used}
+    calls |= {leg.name: call(leg, batched) for leg in waiting}
+    calls = {leg.name: calls[leg.name] for leg in used}  # registry order, whatever started first
     try:
         variants = [] if batched else await _variants(plan, used, calls, expansion, deadline, runner, report)
         originals = await asyncio.gather(*calls.values())
@@ -62,6 +68,10 @@ async def retrieve(plan: SearchPlan, deadline: Deadline, runner: LegRunner, expa
     if all(lists is None for lists in originals):
         return None
     return [rl for lists in originals if lists for rl in lists] + variants
+
+
+def _takes_variants(leg: RetrievalLeg) -> bool:
+    return bool(leg.kinds - {common_pb2.QUERY_KIND_ORIGINAL})
 
 
 def _taken(leg: RetrievalLeg, queries: list[common_pb2.LegQuery]) -> list[common_pb2.LegQuery]:

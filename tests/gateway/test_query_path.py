@@ -194,3 +194,44 @@ async def test_thorough_fuses_balanceds_feedback_variants_and_the_llms_hyde():
     assert {(LEXICAL, "prf terms"), (SEMANTIC, "prf semantic"), (HYDE, "an llm passage")} <= queries
     assert not {q for _, q in queries} & {"llm rewrite", "llm semantic"}
     assert report.legs["expansion"].reason == "llm:stand-in"
+
+
+async def test_a_leg_that_takes_no_variants_does_not_wait_for_expansion(monkeypatch):
+    """Only the legs that take variants wait up to variant_batch_wait_s for them; an original-only leg (as the
+    tag leg) is sent at once."""
+    import dataclasses
+
+    from query_standins import settings
+
+    from hybridsearch.gateway.legs import registry
+
+    started: dict[str, float] = {}
+
+    @dataclasses.dataclass(frozen=True)
+    class OriginalOnly:
+        leg: int = 98
+        name: str = "original-only"
+        part: str = "bm25"
+        off: str = "mode"
+        kinds: frozenset[int] = frozenset({ORIGINAL})
+
+        def used_by(self, plan) -> bool:
+            return True
+
+        def request(self, base, plan, s):
+            return base
+
+        def call(self, parts, request, timeout):
+            started[self.name] = time.perf_counter()
+            return parts.bm25.Search(request, timeout=timeout)
+
+    from types import MappingProxyType
+    monkeypatch.setattr(registry, "LEGS", MappingProxyType({**registry.LEGS, 98: OriginalOnly()}))
+    s = settings()
+    s.variant_batch_wait_s = 0.5
+    parts = backends(expansion=expansion(delay=0.3))
+    t = time.perf_counter()
+    answer, report = await run(parts, s=s, effort=BALANCED, explain=True)
+    assert started["original-only"] - t < 0.1, "the original-only leg waited for expansion"
+    assert report.legs["original-only"].state == OK
+    assert [q.kind for q in parts.vector.Search.requests[0].queries] == [ORIGINAL, SEMANTIC, HYDE]  # batched
