@@ -91,21 +91,24 @@ class Responder:
                    pool: Pool) -> dict[int, float]:
         """Each hit's calibrated score (gateway.calibration), measured on its own collection's scale with its
         collection's boosts, shown non-increasing down the final order (which stays as it is)."""
-        scales: dict[str, Scale] = {}
+        measures: dict[str, tuple[SearchPlan, Scale]] = {}  # each collection's plan and scale, made once
+        bands, tail = tuple(self.cfg.bands), self.cfg.tail_fusion_weight
         own = []
         for i in order:
-            collection = split_key(fused[i].chunk_id, plan.collection)[0]
-            part = plan.plan_of(collection)
-            if collection not in scales:
-                scales[collection] = scale_of(pool.lists_of(collection), part.fusion)
+            hit = fused[i]
+            collection = split_key(hit.chunk_id, plan.collection)[0] if plan.parts else plan.collection
+            if collection not in measures:
+                part = plan.plan_of(collection)
+                measures[collection] = part, scale_of(pool.lists_of(collection), part.fusion)
+            part, scale = measures[collection]
             boosts = part.config.boosts
-            metadata = pool.hit(fused[i].chunk_id).metadata if boosts else {}
+            metadata = pool.hit(hit.chunk_id).metadata if boosts else {}
             # A reranked answer's hit outside the pool: the reranked scale, no verification (gateway.calibration).
             probability = reranked.rerank.get(i, 0.0 if reranked.rerank else None)
-            score = own_score(fused[i].evidence, scales[collection], probability,
-                              fusion_weight(i + 1, tuple(self.cfg.bands), self.cfg.tail_fusion_weight),
-                              math.prod(factors(metadata, boosts, FUSION)))
-            own.append(capped(score, factors(metadata, boosts, RERANK)) if i in reranked.rerank else score)
+            weight = fusion_weight(i + 1, bands, tail) if probability is not None else 0.0
+            boost = math.prod(factors(metadata, boosts, FUSION)) if boosts else 1.0
+            score = own_score(hit.evidence, scale, probability, weight, boost)
+            own.append(capped(score, factors(metadata, boosts, RERANK)) if boosts and i in reranked.rerank else score)
         return dict(zip(order, non_increasing(own)))
 
 
