@@ -11,23 +11,50 @@ import typer
 from google.protobuf.json_format import MessageToDict
 from rich.console import Console
 
-from hybridsearch.cli.base import SEARCH, app, console, gateway_client, progress_bar, read_corpus
+from hybridsearch.cli.base import SEARCH, app, console, gateway_client, progress_bar
 
 
 @app.command(rich_help_panel=SEARCH)
 def index(
-    path: Annotated[Path, typer.Argument(exists=True, help="folder of .md/.txt files, or a BEIR corpus.jsonl[.gz] (or its folder)")],
+    path: Annotated[Path, typer.Argument(exists=True, help="a folder (Markdown, text, reStructuredText, HTML, JSON/JSONL, "
+                                                           "PDF, Python/JS/TS/Go/Java source), a file, or a BEIR "
+                                                           "corpus.jsonl[.gz] (or its folder)")],
     collection: Annotated[str, typer.Option("--collection", "-c")] = "default",
     batch_size: int = 64,
+    include: Annotated[Optional[list[str]], typer.Option(help="only files matching this glob (path, or name "
+                                                              "for a glob without '/'); repeat")] = None,
+    exclude: Annotated[Optional[list[str]], typer.Option(help="leave out files matching this glob; repeat")] = None,
+    field_map: Annotated[Optional[list[str]], typer.Option(help="JSON records: ROLE=FIELD, ROLE id, title, text or "
+                                                                "metadata (default: id/_id, title/name, "
+                                                                "text/body/content, metadata or the other fields)")] = None,
 ):
-    """Index documents through the gateway (chunk, embed, write to both stores)."""
-    documents, count = read_corpus(path)
+    """Index documents through the gateway (read, chunk, embed, write to both stores); says what it skipped."""
+    from hybridsearch.corpus import open_corpus
+    from hybridsearch.readers.jsondocs import FieldMap
+
+    try:
+        fields = FieldMap.parse(field_map or [])
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--field-map") from None
     client = gateway_client()
     started = time.perf_counter()
     with progress_bar() as progress:
-        task = progress.add_task(f"indexing into {collection}", total=count)
-        total = client.index(collection, documents, batch_size, on_batch=lambda part: progress.advance(task, part.documents_received))
+        task = progress.add_task(f"indexing into {collection}")
+        advance_files = lambda: progress.advance(task)  # noqa: E731
+        corpus = open_corpus(path, include, exclude, fields, on_file=advance_files)
+        progress.update(task, total=corpus.count)
+        per_batch = None if corpus.unit == "files" else (lambda part: progress.advance(task, part.documents_received))
+        total = client.index(collection, corpus.documents, batch_size, on_batch=per_batch)
     seconds = time.perf_counter() - started
+    skipped = corpus.skipped
+    if skipped is not None and skipped.total:
+        console.print(skipped.line, soft_wrap=True)
+        for suffix, reason in skipped.reasons.items():
+            console.print(f"  {suffix}: {reason}", soft_wrap=True)
+    if not total.documents_received:
+        console.print(f"[red]nothing to index[/] under {path}: no file a reader reads"
+                      f"{' (see the skipped files above)' if skipped is not None and skipped.total else ''}")
+        raise typer.Exit(1)
     console.print(f"{total.documents_received} documents: {total.documents_written} written, "
                   f"{total.documents_unchanged} unchanged, {total.chunks_written} chunks "
                   f"in {seconds:.1f} s ({total.documents_received / max(seconds, 1e-9):.0f} documents/s)")
