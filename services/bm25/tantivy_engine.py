@@ -46,7 +46,8 @@ from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, e
 from hybridsearch.bm25.group_commit import MAX_GROUP, GroupCommit
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.stores import (
-    EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, picked_metadata, stored_documents,
+    EngineStats, UpsertResult, SPAN, chunk_from_payload, chunks_by_document, picked_metadata, span_of, span_payload,
+    stored_documents,
 )
 from hybridsearch.v1 import common_pb2
 
@@ -183,7 +184,8 @@ class _Collection:
                 p = _payload(searcher, addr)
                 hits.append(common_pb2.LegHit(chunk_id=p["chunk_id"], doc_id=p["doc_id"], score=score / LUCENE7_FACTOR,
                                               rank=rank, title=p["title"], text=p["text"],
-                                              metadata=picked_metadata(p.get("metadata", {}), metadata_fields)))
+                                              metadata=picked_metadata(p.get("metadata", {}), metadata_fields),
+                                              span=span_of(p)))
             lists.append(hits)
         return lists
 
@@ -228,7 +230,7 @@ class _Collection:
         doc.add_bytes("payload", orjson.dumps({
             "chunk_id": c.chunk_id, "doc_id": c.doc_id, "position": c.position, "title": c.title,
             "heading": c.heading, "text": c.text, "metadata": dict(c.metadata), "content_hash": c.content_hash,
-            "written_at_ms": c.written_at_ms,
+            "written_at_ms": c.written_at_ms, SPAN: span_payload(c.span),
         }))
         return doc
 

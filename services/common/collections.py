@@ -68,11 +68,21 @@ class CollectionConfig(BaseModel):
     links_field: str = "links"
     # Link expansion by default for this collection's queries (a request's `graph` overrides it).
     graph: bool = False
+    # Metadata fields each hit shows (SearchHit.metadata) when a request names none (its return_metadata).
+    return_metadata: list[str] = Field(default_factory=list)
 
     @field_validator("language")
     @classmethod
     def _language(cls, value: str) -> str:
         return check_collection_language(value)
+
+    @field_validator("return_metadata")
+    @classmethod
+    def _shown_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not FIELD_NAME.fullmatch(name):
+                raise ValueError(f"return_metadata {name!r} is not a metadata key ([A-Za-z0-9_-]{{1,64}})")
+        return value
 
     @field_validator("fields")
     @classmethod

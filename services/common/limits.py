@@ -21,6 +21,7 @@ MAX_FILTER_VALUES = 256          # values of one any_of
 MAX_DOCUMENTS = 1000             # documents of one Upsert (or of one UpsertStream message)
 MAX_TEXT_CHARS = 1_000_000       # Document.text
 MAX_TITLE_CHARS = 1000           # Document.title
+MAX_SECTIONS = 10_000            # a reader's sections of one document (Document.sections)
 MAX_METADATA_KEYS = 64           # metadata keys of one document
 MAX_KEY_CHARS = 64               # a metadata key, and a filter's field
 MAX_VALUE_CHARS = 1024           # a metadata value, and a filter's value (no stored value is longer)

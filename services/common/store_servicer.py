@@ -21,7 +21,7 @@ from hybridsearch.common.validation import (
 )
 from hybridsearch.v1 import common_pb2
 
-MAX_METADATA_FIELDS = 16  # metadata keys a leg search may ask back with its hits (a collection's boosts)
+MAX_METADATA_FIELDS = 64  # metadata keys a leg search may ask back with its hits (boosts, tags, the fields hits show)
 
 LIST_PAGE = 5000  # documents per ListDocuments page (~80 bytes each)
 

@@ -28,7 +28,11 @@ class Pool:
             for h in rl.hits:  # the first that came with its text (gateway.texts: lists trim theirs)
                 known = self._hits.get(h.chunk_id)
                 if known is None or (h.text and not known.text):
+                    if known is not None and not h.HasField("span") and known.HasField("span"):
+                        h.span.CopyFrom(known.span)  # an engine that keeps no spans (bm25s) beside one that does
                     self._hits[h.chunk_id] = h
+                elif h.HasField("span") and not known.HasField("span"):
+                    known.span.CopyFrom(h.span)
 
     def hit(self, chunk_id: str) -> common_pb2.LegHit:
         """The leg hit (title, text, metadata) of a chunk; an empty one for a chunk no list brought."""
@@ -38,6 +42,10 @@ class Pool:
         """A text read from the store for a chunk whose lists carried none."""
         hit = self._hits.setdefault(chunk_id, common_pb2.LegHit(chunk_id=chunk_id))
         hit.title, hit.text = chunk.title, chunk.text
+        if chunk.HasField("span"):
+            hit.span.CopyFrom(chunk.span)
+        for key, value in chunk.metadata.items():  # what the page shows of it (its metadata, its path)
+            hit.metadata.setdefault(key, value)
 
     def lists_of(self, collection: str) -> list[common_pb2.RankedList]:
         """The lists a collection's hits were fused from (the calibration's scale)."""

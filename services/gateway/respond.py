@@ -24,7 +24,8 @@ from hybridsearch.gateway.request import SearchPlan
 from hybridsearch.gateway.rerank import Reranked
 from hybridsearch.gateway.texts import StoredTexts
 from hybridsearch.reranker.blend import fusion_weight
-from hybridsearch.v1 import expansion_pb2, fusion_pb2, paging_pb2, search_pb2
+from hybridsearch.common.validation import Refusal
+from hybridsearch.v1 import common_pb2, expansion_pb2, fusion_pb2, paging_pb2, search_pb2
 
 EXPLAINED_ORDER = 100  # fused hits an explanation lists
 
@@ -73,7 +74,8 @@ class Responder:
         for rank, i in enumerate(shown, start=plan.offset):
             leg_hit = pool.hit(fused[i].chunk_id)
             page.append(hit(i))
-            show(page[-1], plan.query, leg_hit.text, self.analyzer, rank, plan.effort)
+            show(page[-1], plan.query, leg_hit.text, self.analyzer, rank, plan.effort, leg_hit,
+                 plan.plan_of(page[-1].collection).return_metadata)
             tags.append(leg_hit.metadata.get(plan.config_of(page[-1].collection).tags_field, ""))
         reranked_n = len(reranked.rerank)
         response = search_pb2.SearchResponse(
@@ -85,7 +87,20 @@ class Responder:
         )
         if plan.explain:
             response.explain.CopyFrom(explanation(plan, fused, reranked, pool, report))
+        if plan.context and page:
+            await self.neighbours(response, plan.context, deadline)
         return Answer(response, order, len(kept))
+
+    async def neighbours(self, response: search_pb2.SearchResponse, n: int, deadline: Deadline) -> None:
+        """Each hit's `n` neighbouring chunks before and after (SearchRequest.context), read from the stores its
+        chunk lives in; a store that cannot answer leaves them out, noted."""
+        page = list(response.hits)
+        try:
+            chunks = await self.texts.chunks([(h.collection, h.doc_id, h.chunk_id) for h in page], deadline)
+        except Refusal as err:
+            response.notices.append(f"context of {len(page)} hits not shown: {err}")
+            return
+        attach_context(page, chunks, n)
 
     def calibrated(self, plan: SearchPlan, fused: list[fusion_pb2.FusedHit], reranked: Reranked, order: list[int],
                    pool: Pool) -> dict[int, float]:
@@ -110,6 +125,30 @@ class Responder:
             score = own_score(hit.evidence, scale, probability, weight, boost)
             own.append(capped(score, factors(metadata, boosts, RERANK)) if boosts and i in reranked.rerank else score)
         return dict(zip(order, non_increasing(own)))
+
+
+def passage_of(chunk_id: str) -> bool:
+    """Whether a chunk id is the vector leg's own passage ("<doc>#p<n>") rather than a shared chunk."""
+    return chunk_id.rpartition("#")[2].startswith("p")
+
+
+def attach_context(page: list[search_pb2.SearchHit], chunks: dict[tuple[str, str], common_pb2.Chunk], n: int) -> None:
+    """Each hit's `n` neighbours before (nearest first) and after, of the same kind (shared chunks or the
+    vector leg's passages), from `chunks`: every stored chunk of the page's documents by (collection, chunk id)."""
+    by_place = {(collection, c.doc_id, passage_of(c.chunk_id), c.position): c for (collection, _), c in chunks.items()}
+    for hit in page:
+        own = chunks.get((hit.collection, hit.chunk_id))
+        if own is None:
+            continue
+        place = (hit.collection, hit.doc_id, passage_of(hit.chunk_id))
+        for side, step in ((hit.context_before, -1), (hit.context_after, 1)):
+            near = (by_place.get((*place, own.position + step * k)) for k in range(1, n + 1))
+            side.extend(context_chunk(c) for c in near if c is not None)
+
+
+def context_chunk(chunk: common_pb2.Chunk) -> search_pb2.ContextChunk:
+    return search_pb2.ContextChunk(chunk_id=chunk.chunk_id, position=chunk.position, heading=chunk.heading,
+                                   text=chunk.text, span=chunk.span if chunk.HasField("span") else None)
 
 
 def search_hit(f: fusion_pb2.FusedHit, primary: str, title: str, score: float, blended: float, rerank_score: float,

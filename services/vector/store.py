@@ -24,8 +24,10 @@ from hybridsearch.common.stores import (
     LISTED_FIELDS,
     EngineStats,
     UpsertResult,
+    SPAN,
     chunk_from_payload,
     chunks_by_document,
+    span_payload,
     stored_documents,
 )
 from hybridsearch.common.links import extract_links, page_keys
@@ -121,7 +123,7 @@ def chunk_payload(chunk: common_pb2.Chunk, chunks: int, tags_field: str = "tags"
     return {
         "chunk_id": chunk.chunk_id, "doc_id": chunk.doc_id, "position": chunk.position, "chunks": chunks,
         "title": chunk.title, "heading": chunk.heading, "text": chunk.text, "content_hash": chunk.content_hash,
-        "meta": dict(chunk.metadata), "written_at_ms": chunk.written_at_ms,
+        "meta": dict(chunk.metadata), "written_at_ms": chunk.written_at_ms, SPAN: span_payload(chunk.span),
         TAGS: split_tags(chunk.metadata.get(tags_field, "")),
         LINKS: list(links.explicit), WIKI: list(links.wiki), KEYS: list(page_keys(chunk.doc_id, chunk.title)),
     }
@@ -142,7 +144,8 @@ def tag_ranked(payloads: list[dict], keywords: list[str], limit: int) -> list[tu
 
 
 # A stored chunk's payload fields, as reconcile copies it (the vector is embedded again from the text).
-CHUNK_FIELDS = ["chunk_id", "doc_id", "position", "title", "heading", "text", "content_hash", "meta", "written_at_ms"]
+CHUNK_FIELDS = ["chunk_id", "doc_id", "position", "title", "heading", "text", "content_hash", "meta", "written_at_ms",
+                SPAN]
 SCROLL_PAGE = 2048
 TAGS = "tags"
 # The tag leg reads at most this many matching chunks before ranking them by matched tags.
