@@ -27,6 +27,7 @@ MAX_VALUE_CHARS = 1024           # a metadata value, and a filter's value (no st
 MAX_METADATA_BYTES = 8 * KiB     # a document's metadata, keys and values in UTF-8
 MAX_DOC_ID_CHARS = 256           # Document.id
 MAX_DELETE_IDS = 1000            # ids of one Delete
+MAX_GET_IDS = 100                # ids of one GetDocuments (whole documents come back)
 MAX_CHUNKS_PER_REQUEST = 20_000  # chunks of one internal UpsertChunks
 MAX_LEG_QUERIES = 32             # queries of one internal leg search
 MAX_LEG_LIMIT = 1000             # hits per query of one internal leg search
