@@ -38,7 +38,7 @@ def test_highlighted_markup_escapes_text():
 # Every command by its help panel; names are what the Makefile, docs, tests and scripts call.
 PANELS = {
     "Serve": ["serve", "run-demo", "export-models", "install-llm", "triton-repository"],
-    "Search and index": ["index", "query"],
+    "Search and index": ["index", "query", "stats", "collections", "docs"],
     "Operate": ["doctor", "reconcile", "certs", "keys"],
     "Developer tools": ["bench", "bench-report", "levers", "tune", "train-reranker", "loadtest", "speed",
                         "scale-corpus", "bm25-scale", "store-probe", "hop-cost", "dashboards"],
@@ -50,6 +50,8 @@ def test_every_command_keeps_its_name_under_its_panel():
     assert {name: cmd.rich_help_panel for name, cmd in group.commands.items()} == {
         name: panel for panel, names in PANELS.items() for name in names}
     assert list(group.commands["keys"].commands) == ["create"]
+    assert list(group.commands["collections"].commands) == ["drop"]
+    assert list(group.commands["docs"].commands) == ["get", "delete"]
 
 
 def test_help_shows_serving_and_operations_before_the_tools():
@@ -189,3 +191,24 @@ def test_repeated_collection_searches_both(cli, gateway):
     collections = {hit["collection"] for hit in answer["hits"]}
     assert collections == {COLLECTION, "cli-other"}
     assert any(leg["name"] == "bm25@cli-other" for leg in answer["legs"])
+
+
+def test_the_collections_table_folds_cells_instead_of_cutting_them():
+    from rich.console import Console
+
+    from hybridsearch.cli.resources import collections_table
+    from hybridsearch.v1 import collections_pb2, ingest_pb2
+
+    response = collections_pb2.ListCollectionsResponse(collections=[collections_pb2.CollectionInfo(
+        name="a-rather-long-collection-name", documents=123456, chunks=654321, language="en",
+        options={"boosts": '[{"field": "type", "value": "decision", "fusion": 1.3, "rerank": 1.25}]'},
+        stores=[ingest_pb2.StoreSummary(store="bm25", engine="embedded-tantivy", documents=123456),
+                ingest_pb2.StoreSummary(store="vector", engine="qdrant-edge+minilm-l6", documents=123456)])])
+    for width in (40, 60, 80):
+        console = Console(width=width, record=True)
+        console.print(collections_table(response))
+        text = console.export_text()
+        assert "…" not in text, text
+        rows = [line.split("│")[1:-1] for line in text.splitlines() if line.startswith("│")]
+        column = ["".join(cells[i].strip() for cells in rows) for i in range(3)]  # each column read top down
+        assert column == ["a-rather-long-collection-name", "123456", "654321"], text

@@ -49,6 +49,7 @@ from hybridsearch.bm25.fuzzy import FUZZY_WEIGHT, MAX_EXPANSIONS, MIN_FUZZY_CHAR
 from hybridsearch.common.language import AUTO
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.iterables import batched
+from hybridsearch.common.validation import COLLECTION_NAME
 from hybridsearch.common.stores import (
     LISTED_FIELDS,
     EngineStats,
@@ -535,6 +536,20 @@ class OpenSearchBm25Engine:
                 await self._call("chunk look-up", lambda: self.client.search(index=index, body=body), retry=True))
             out += [chunk_from_payload({**h["_source"], "chunk_id": h["_id"]}) for h in response["hits"]["hits"]]
         return out
+
+    async def collections(self) -> list[str]:
+        """The collections whose index carries this engine's prefix."""
+        found = await self._call("list indices", lambda: self.client.indices.get(index=f"{self.index_prefix}*"))
+        names = (index[len(self.index_prefix):] for index in found if index.startswith(self.index_prefix))
+        return sorted(name for name in names if COLLECTION_NAME.fullmatch(name))
+
+    async def drop(self, collection: str) -> bool:
+        if not await self._exists(collection):
+            return False
+        index = self.index(collection)
+        await self._call("delete index", lambda: self.client.indices.delete(index=index), retry=True)
+        self._known.discard(index)
+        return True
 
     async def close(self) -> None:
         await self.client.close()

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -387,6 +388,24 @@ class TantivyBm25Engine:
         if not self._exists(collection):
             return []
         return await asyncio.to_thread(lambda: self._collection(collection).chunks_of(doc_ids))
+
+    async def collections(self):
+        on_disk = {p.name for p in self.root.iterdir() if (p / "meta.json").exists()} if self.root.is_dir() else set()
+        return sorted(on_disk | set(self._collections))
+
+    async def drop(self, collection):
+        if not self._exists(collection):
+            return False
+        self._groups.pop(collection, None)  # writes submitted from now on open a fresh index
+        await asyncio.to_thread(self._drop, collection)
+        return True
+
+    def _drop(self, name: str) -> None:
+        with self._open_lock:
+            opened = self._collections.pop(name, None)
+        if opened is not None:
+            opened.close()  # waits for its writer: a commit in progress ends before the files go
+        shutil.rmtree(self.root / name, ignore_errors=True)
 
     async def close(self):
         for c in self._collections.values():

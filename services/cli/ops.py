@@ -39,7 +39,16 @@ def reconcile(
         finally:
             await reconciler.close()
 
-    rows = asyncio.run(run())
+    from hybridsearch.common.holds import Held
+
+    try:
+        rows = asyncio.run(run())
+    except Held as err:
+        console.print(f"[red]{err}[/]: reconcile it once that ends", soft_wrap=True)
+        raise typer.Exit(2) from None
+    for r in rows:
+        if not r["held"]:
+            console.print(f"[yellow]{r['collection']} was reconciled unheld (Redis not reachable)[/]")
     table = Table(title="reconcile" + (" (dry run)" if dry_run else ""))
     for col in ("collection", "bm25 docs", "vector docs", "missing", "diverged", "torn", "consistent", "repaired", "re-ingest"):
         table.add_column(col, justify="right")

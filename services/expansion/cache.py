@@ -1,4 +1,7 @@
-"""Expansion cache in Redis, keyed by query + collection + generator/model + prompt version."""
+"""Expansion cache in Redis, keyed by query + collection + generator/model + prompt version.
+
+A key names its collection in clear (`hybridsearch:expansion:<collection>:<digest>`), so dropping a collection
+finds its entries (collection_pattern; gateway/drop.py). Collection names hold no glob character."""
 
 from __future__ import annotations
 
@@ -14,6 +17,13 @@ from hybridsearch.common.telemetry import tracer
 
 log = logging.getLogger(__name__)
 
+KEY_PREFIX = "hybridsearch:expansion:"
+
+
+def collection_pattern(collection: str) -> str:
+    """The Redis glob (SCAN MATCH) of every expansion kept for `collection`."""
+    return f"{KEY_PREFIX}{collection}:*"
+
 
 class ExpansionCache:
     def __init__(self, url: str, ttl_s: int) -> None:
@@ -26,9 +36,9 @@ class ExpansionCache:
         metrics.initialise(metrics.CACHE_LOOKUPS, "result", metrics.CACHE_RESULTS)
 
     @staticmethod
-    def key(*parts: str) -> str:
-        digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:40]
-        return f"hybridsearch:expansion:{digest}"
+    def key(collection: str, *parts: str) -> str:
+        digest = hashlib.sha256("\x1f".join((collection, *parts)).encode("utf-8")).hexdigest()[:40]
+        return f"{KEY_PREFIX}{collection}:{digest}"
 
     def _down(self, err: Exception) -> None:
         self.available = False

@@ -102,6 +102,12 @@ class VectorEngine:
     async def get_chunks(self, collection, doc_ids):
         return await self.store.get_chunks(collection, doc_ids)
 
+    async def collections(self):
+        return await self.store.collections()
+
+    async def drop(self, collection):
+        return await self.store.drop(collection)
+
     async def search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int, filters,
                      feedback_docs: int = 0, timings: dict[str, float] | None = None,
                      metadata_fields: tuple[str, ...] = ()) -> list[common_pb2.RankedList]:

@@ -31,6 +31,7 @@ from hybridsearch.common.stores import (
     stored_documents,
 )
 from hybridsearch.common.links import extract_links, page_keys
+from hybridsearch.common.validation import COLLECTION_NAME
 from hybridsearch.common.tags import matched, split_tags
 from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.neighbours import KEYS, LINK_FIELDS, LINKS, WIKI, EdgeWeights, neighbour_edges
@@ -191,6 +192,14 @@ class ChunkPointStore:
     async def exists(self, collection: str) -> bool:
         raise NotImplementedError
 
+    async def collections(self) -> list[str]:
+        """The names of the collections the store holds, sorted."""
+        raise NotImplementedError
+
+    async def drop(self, collection: str) -> bool:
+        """Removes the collection; False when the store held none."""
+        raise NotImplementedError
+
     async def _payloads(self, collection: str, ids: list[str], fields: list[str]) -> list[dict]:
         """These fields of the points that exist (none when the collection does not)."""
         raise NotImplementedError
@@ -347,6 +356,19 @@ class QdrantStore(ChunkPointStore):
 
     async def exists(self, collection: str) -> bool:
         return collection in self._known or await self.client.collection_exists(collection)
+
+    async def collections(self) -> list[str]:
+        """The Qdrant collections named as collections of ours (a shared server may hold others)."""
+        listed = (await self.client.get_collections()).collections
+        return sorted(c.name for c in listed if COLLECTION_NAME.fullmatch(c.name))
+
+    async def drop(self, collection: str) -> bool:
+        async with self._ensure_lock:
+            self._known.discard(collection)
+            if not await self.client.collection_exists(collection):
+                return False
+            await self.client.delete_collection(collection)
+            return True
 
     async def _payloads(self, collection: str, ids: list[str], fields: list[str]) -> list[dict]:
         if not await self.exists(collection):
