@@ -58,7 +58,7 @@ def test_highlighted_markup_escapes_text():
 # Every command by its help panel; names are what the Makefile, docs, tests and scripts call.
 PANELS = {
     "Serve": ["serve", "run-demo", "export-models", "install-llm", "triton-repository"],
-    "Search and index": ["index", "query"],
+    "Search and index": ["index", "query", "shell"],
     "Operate": ["doctor", "reconcile", "certs", "keys"],
     "Developer tools": ["bench", "bench-report", "levers", "tune", "train-reranker", "loadtest", "speed",
                         "scale-corpus", "bm25-scale", "store-probe", "dashboards"],
