@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from pathlib import Path
 from typing import Annotated, Optional
@@ -10,6 +11,7 @@ from typing import Annotated, Optional
 import typer
 from google.protobuf.json_format import MessageToDict
 from rich.console import Console
+from rich.markup import escape
 
 from hybridsearch.cli.base import SEARCH, app, console, gateway_client, progress_bar
 
@@ -81,6 +83,7 @@ def parse_filters(values: list[str]) -> dict:
 
 @app.command(rich_help_panel=SEARCH)
 def query(
+    ctx: typer.Context,
     text: Annotated[str, typer.Argument()],
     collection: Annotated[Optional[list[str]], typer.Option("--collection", "-c", help="repeat to search several collections")] = None,
     mode: Annotated[Optional[str], typer.Option(help="bm25 | vector | hybrid (default hybrid)")] = None,
@@ -133,7 +136,40 @@ def query(
     if as_json:
         print(json.dumps(MessageToDict(response, preserving_proto_field_name=True), indent=2))
     else:
-        print_response(text, response)
+        following = next_page_command(ctx, response.next_page_token)
+        print_response(text, response, following)
+
+
+# What a page token does not carry: the next page's command repeats every other option as given
+# (the token belongs to one query: drop `--effort fast` and it is refused as another query's).
+PAGE_OPTIONS = ("offset", "page_token")
+
+
+def next_page_command(ctx: typer.Context, token: str) -> str:
+    """The command that reads the next page: this one as parsed (its command path, the query, every option
+    that differs from its default, in the command's order), its offset and page token replaced by `token`.
+    Empty without a token."""
+    if not token:
+        return ""
+    words = ctx.command_path.split()
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if param.name in PAGE_OPTIONS or value is None or value == param.default or value in ([], ()):
+            continue
+        if param.param_type_name == "argument":
+            words.append(str(value))
+            continue
+        flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
+        if param.is_flag:
+            if value:
+                words.append(flag)
+            elif param.secondary_opts:
+                words.append(param.secondary_opts[0])
+        elif param.multiple:
+            words += [w for v in value for w in (flag, str(v))]
+        else:
+            words += [flag, str(value)]
+    return shlex.join([*words, "--page-token", token])
 
 
 def highlighted(snippet: str, highlights) -> str:
@@ -160,9 +196,9 @@ def source_line(hit) -> str:
     return "  ".join(x for x in (f"{place} ({symbol})" if symbol else place, about, " ".join(extra)) if x)
 
 
-def print_response(text: str, response) -> None:
-    from rich.markup import escape
-
+def print_response(text: str, response, next_page: str = "") -> None:
+    """An answer as lines: hits numbered on from the page's offset (page 2 of ten starts at 11), their
+    legs and snippets, tags, `next_page` (the command for the next page) and the explanation."""
     from hybridsearch.client import explain_lines
     from hybridsearch.common import legs as leg_table
     from hybridsearch.v1 import common_pb2, search_pb2
@@ -170,7 +206,7 @@ def print_response(text: str, response) -> None:
     out = Console(soft_wrap=True)
     counts = f", {response.counts.line}" if response.counts.line else f", {response.total_candidates} candidates"
     out.print(f"[bold]{text}[/]  ({response.took_ms:.0f} ms{counts}{', DEGRADED' if response.degraded else ''})")
-    for i, hit in enumerate(response.hits, 1):
+    for i, hit in enumerate(response.hits, response.offset + 1):
         legs = ", ".join(f"{leg_table.name_of(l.leg)}/"
                          f"{common_pb2.QueryKind.Name(l.kind).removeprefix('QUERY_KIND_').lower()}#{l.rank}" for l in hit.legs[:4])
         where = f"{hit.collection}:" if hit.collection else ""
@@ -187,7 +223,7 @@ def print_response(text: str, response) -> None:
     if response.tag_counts:
         out.print("tags: " + ", ".join(f"{tag} {n}" for tag, n in response.tag_counts.items()))
     if response.next_page_token:
-        out.print(f"next page: --page-token {response.next_page_token}")
+        out.print(f"next page: {escape(next_page or '--page-token ' + response.next_page_token)}")
     if response.HasField("explain"):
         out.print("[bold]explain[/]")
         for line in explain_lines(response):

@@ -37,6 +37,7 @@ async def next_page(request: search_pb2.SearchRequest, plan: SearchPlan, pager: 
     response = search_pb2.SearchResponse()
     response.CopyFrom(order.head)
     response.hits.extend(hits)
+    response.offset = token.offset
     reranked = sum(order.reranked)
     response.counts.CopyFrom(search_pb2.ResultCounts(
         reranked=reranked, candidates=order.head.total_candidates, returned=len(hits),

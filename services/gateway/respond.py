@@ -80,7 +80,7 @@ class Responder:
         reranked_n = len(reranked.rerank)
         response = search_pb2.SearchResponse(
             hits=page, legs=list(report.legs.values()), degraded=report.degraded, mode=plan.mode, effort=plan.effort,
-            total_candidates=len(kept), notices=report.notices, tag_counts=tag_distribution(tags),
+            total_candidates=len(kept), notices=report.notices, tag_counts=tag_distribution(tags), offset=plan.offset,
             counts=search_pb2.ResultCounts(reranked=reranked_n, candidates=len(kept), returned=len(page),
                                            line=counts_line(reranked_n, len(kept), len(page))),
             took_ms=(time.perf_counter() - report.started) * 1000,
