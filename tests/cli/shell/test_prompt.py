@@ -94,12 +94,14 @@ def test_the_shell_on_a_terminal(screen, stack, corpus):
     screen.type(":filter parity=odd")
     screen.wait_for(r"^filters: parity=odd")
 
-    screen.type(":open 5")
-    screen.wait_for(r"GetDocuments is not available on this server: showing the hit's")
+    screen.type(":open 5")  # the whole document, through GetDocuments: its title and path, then its text
+    screen.wait_for(r"^\S.*  \(\S+\.md\)$")
+    screen.wait_for(r"path=\S+\.md")
     screen.type(":open 1")
     screen.wait_for(r"hit 1 is not on this page \(hits 4-6\)")
-    screen.type(":collections")
-    screen.wait_for(r"ListCollections is not available on this server; this session searches cli-shell")
+    screen.type(":collections")  # ListCollections: the collections the key may read, with their counts
+    screen.wait_for(r"^ *name +documents +chunks +language")
+    screen.wait_for(r"^ *cli-shell +\d+ +\d+ ")
     screen.type(":explain")
     screen.wait_for(r"^bm25: ok")
     screen.wait_for(r"^fusion: method (zscore|rrf|linear|dbsf)")
