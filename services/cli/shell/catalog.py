@@ -42,10 +42,14 @@ class CollectionSummary:
 
 
 class ShellClient(Protocol):
-    """What the shell calls on a gateway client (GatewayClient has search; the resource methods come with
-    the CollectionService: `get_documents(collection, ids)`, `list_collections()`)."""
+    """What the shell calls on a gateway client (hybridsearch.client.GatewayClient); a client or a gateway
+    without the CollectionService makes :open and :collections say so (NotAvailable)."""
 
     def search(self, query: search_pb2.SearchRequest) -> search_pb2.SearchResponse: ...
+
+    def get_documents(self, collection: str, ids: list[str]) -> Any: ...
+
+    def list_collections(self) -> Any: ...
 
 
 class Catalog:
