@@ -51,6 +51,7 @@ from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.iterables import batched
 from hybridsearch.common.stores import (
     LISTED_FIELDS,
+    refuse_sealed,
     EngineStats,
     EngineUnavailable,
     UpsertResult,
@@ -345,6 +346,7 @@ class OpenSearchBm25Engine:
         return out
 
     async def upsert(self, collection: str, chunks: list[common_pb2.Chunk]) -> UpsertResult:
+        refuse_sealed(chunks, self.name)
         by_doc = chunks_by_document(chunks)
         result = UpsertResult()
         if not by_doc:

@@ -68,6 +68,9 @@ class CollectionConfig(BaseModel):
     links_field: str = "links"
     # Link expansion by default for this collection's queries (a request's `graph` overrides it).
     graph: bool = False
+    # Sealed at rest (common/sealing.py, docs/security.md): texts, titles and metadata values sealed with the
+    # collection's key in every store, tags and metadata as keyed hashes. Needs a key (`keys create -c`).
+    sealed: bool = False
 
     @field_validator("language")
     @classmethod

@@ -21,6 +21,7 @@ class Pool:
     def __init__(self) -> None:
         self.lists: list[common_pb2.RankedList] = []
         self._hits: dict[str, common_pb2.LegHit] = {}
+        self._opened: dict[str, dict[str, str]] = {}  # sealed hits opened for the answer: their clear metadata
 
     def add(self, lists: Iterable[common_pb2.RankedList]) -> None:
         for rl in lists:
@@ -38,6 +39,17 @@ class Pool:
         """A text read from the store for a chunk whose lists carried none."""
         hit = self._hits.setdefault(chunk_id, common_pb2.LegHit(chunk_id=chunk_id))
         hit.title, hit.text = chunk.title, chunk.text
+
+    def open(self, chunk_id: str, content: common_pb2.Chunk) -> None:
+        """A sealed hit opened for the answer (gateway.sealed): its clear title and text in place of the sealed
+        record; its metadata stays hashed (boosts match hashes), the clear one kept for the answer's tags."""
+        self.fill(chunk_id, content)
+        self._hits[chunk_id].ClearField("sealed")
+        self._opened[chunk_id] = dict(content.metadata)
+
+    def shown_metadata(self, chunk_id: str) -> dict[str, str]:
+        """A hit's metadata as the caller may see it: opened when it was sealed."""
+        return self._opened.get(chunk_id) or dict(self.hit(chunk_id).metadata)
 
     def lists_of(self, collection: str) -> list[common_pb2.RankedList]:
         """The lists a collection's hits were fused from (the calibration's scale)."""
@@ -60,6 +72,14 @@ class MergedPool:
     def fill(self, chunk_key: str, chunk: common_pb2.Chunk) -> None:
         collection, chunk_id = split_key(chunk_key, self.primary)
         self.parts[collection].fill(chunk_id, chunk)
+
+    def open(self, chunk_key: str, content: common_pb2.Chunk) -> None:
+        collection, chunk_id = split_key(chunk_key, self.primary)
+        self.parts[collection].open(chunk_id, content)
+
+    def shown_metadata(self, chunk_key: str) -> dict[str, str]:
+        collection, chunk_id = split_key(chunk_key, self.primary)
+        return self.parts[collection].shown_metadata(chunk_id)
 
     def lists_of(self, collection: str) -> list[common_pb2.RankedList]:
         return self.parts[collection].lists

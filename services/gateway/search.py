@@ -27,7 +27,8 @@ import grpc
 from hybridsearch.common import metrics
 from hybridsearch.common.config import Settings
 from hybridsearch.common.effort import effort_policy
-from hybridsearch.common.validation import InvalidArgument, Refusal, abort_invalid
+from hybridsearch.common.sealing import Sealer
+from hybridsearch.common.validation import Refusal, abort_invalid
 from hybridsearch.gateway.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.breakers import Breakers
@@ -46,6 +47,7 @@ from hybridsearch.gateway.request import SearchPlan, plan_search
 from hybridsearch.gateway.rerank import Reranker
 from hybridsearch.gateway.respond import Answer, Responder
 from hybridsearch.gateway.retrieve import retrieve
+from hybridsearch.gateway.sealed import seal_plan
 from hybridsearch.gateway.texts import StoredTexts
 from hybridsearch.v1 import common_pb2, fusion_pb2, search_pb2, search_pb2_grpc
 
@@ -106,6 +108,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         self.admission = Admission(cfg.max_in_flight, cfg.max_queue, cfg.max_wait_s)
         self.path = QueryPath(settings, backends)
         self.pager = Pager(settings)
+        self.sealer = Sealer(settings)
         metrics.initialise(metrics.DEGRADED_LEGS, "leg", metrics.DEGRADABLE_LEGS)
 
     def _gauge_admission(self) -> None:
@@ -115,8 +118,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
     async def Search(self, request: search_pb2.SearchRequest,
                      context: grpc.aio.ServicerContext) -> search_pb2.SearchResponse:
         try:
-            plan = plan_search(request, self.settings)
-        except InvalidArgument as err:
+            plan = seal_plan(plan_search(request, self.settings), self.sealer)
+        except Refusal as err:  # InvalidArgument; SealingError: a sealed collection without its key
             await abort_invalid(context, err)
         effort = common_pb2.Effort.Name(plan.effort)
         budget = effort_policy(plan.effort).deadline_s(self.settings.search_deadline_s,

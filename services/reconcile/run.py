@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from hybridsearch.common.config import Settings
 from hybridsearch.common.server import insecure_channel
 from hybridsearch.reconcile.plan import Plan, Store, plan_repairs
+from hybridsearch.common.sealing import Sealer
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, vector_pb2_grpc
 
 COPY_BATCH = 200  # documents per GetChunks / UpsertChunks
@@ -40,6 +41,7 @@ class Reconciler:
         # store's chunks can rebuild the other's.
         words = settings.vector.chunk_words
         self.same_chunks = not words or words == settings.chunk_words
+        self.sealer = Sealer(settings)
 
     async def listing(self, store: Store, collection: str) -> dict[str, common_pb2.StoredDocument]:
         out: dict[str, common_pb2.StoredDocument] = {}
@@ -61,12 +63,15 @@ class Reconciler:
             repairs = []
         if dry_run:
             return report
+        seal = self.sealer.of(collection)  # SealingError: a sealed collection's copies need its key
         for source in Store:
             ids = [r.doc_id for r in repairs if r.source is source]
             for start in range(0, len(ids), COPY_BATCH):
                 batch = ids[start:start + COPY_BATCH]
                 chunks = (await self.stubs[source].GetChunks(
                     common_pb2.GetChunksRequest(collection=collection, doc_ids=batch), timeout=TIMEOUT_S)).chunks
+                if seal is not None:  # the other store indexes the texts: opened from the sealed records
+                    chunks = [seal.copyable(c) for c in chunks]
                 await self.stubs[source.other].UpsertChunks(
                     common_pb2.UpsertChunksRequest(collection=collection, chunks=chunks), timeout=TIMEOUT_S)
                 report.repaired += len({c.doc_id for c in chunks})

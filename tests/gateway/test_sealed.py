@@ -1,0 +1,181 @@
+"""Sealed at rest through the real stack (issue 26; gateway/sealed.py, common/sealing.py): a sealed collection
+is written and searched (the right answer, readable previews, titles and tags, filters, the tag leg, boosts,
+paging, expansion), a sealed collection without its key and a wrong key fail with FAILED_PRECONDITION and
+the reason, and once the stack has stopped (Redis saved first) every file under the data dir is read byte by
+byte: none of the sealed collection's words, titles, tags or metadata values is there in clear, except its
+words as terms in the BM25 term dictionary (the default mode: docs/security.md). A plain collection with
+words of the same shape, written and searched alongside, is found by the same scan: the scan can fail."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+import redis
+import tantivy
+import yaml
+from stacks import STACK_ENV, running_stack, stack_env_on
+
+from hybridsearch.bm25.analyzer import EnglishAnalyzer
+from hybridsearch.client import GatewayClient
+from hybridsearch.client.errors import FailedPrecondition
+from hybridsearch.common.sealing import create_collection_key
+from hybridsearch.v1 import common_pb2, ingest_pb2, search_pb2
+
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(900)]
+
+DECLARED = {"tag_leg": True, "tags_field": "topics",
+            "boosts": [{"field": "type", "value": "decision", "fusion": 1.3, "rerank": 1.25}]}
+SEALED, PLAIN, NO_KEY = "vault", "vault-plain", "vault-nokey"
+
+
+class Words:
+    """A collection's marker words: body words, a title word, a tag and a metadata value, each unique."""
+
+    def __init__(self, prefix: str) -> None:
+        self.body = (f"{prefix}quorblex", f"{prefix}flemvarn", f"{prefix}strindolk")
+        self.title = f"{prefix}titlewort"
+        self.tag = f"{prefix}tagmarq"
+        self.owner = f"{prefix}ownerzed"
+
+    def documents(self) -> list[ingest_pb2.Document]:
+        b = self.body
+        return [ingest_pb2.Document(
+            id=f"doc-{i}", title=f"{self.title} memo number {i}",
+            text=f"Memo {i}: {b[i % 3]} harbour ledger and {b[(i + 1) % 3]} rules. " + "Plain filler words here. " * 3,
+            metadata={"topics": f"{self.tag}-{i % 2},common", "owner": f"{self.owner}{i % 2}",
+                      "type": "decision" if i == 4 else "note"})
+            for i in range(6)]
+
+    @property
+    def in_clear(self) -> list[str]:
+        """What must not be at rest in clear: the words, full titles, tags and metadata values."""
+        return [*self.body, f"{self.title} memo number", f"{self.tag}-0", f"{self.tag}-1", f"{self.owner}0",
+                f"{self.owner}1"]
+
+
+SEALED_WORDS, PLAIN_WORDS = Words("zyx"), Words("qwk")
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("sealed")
+    collections = {**json.loads(STACK_ENV["HYBRIDSEARCH_COLLECTIONS"]), SEALED: {**DECLARED, "sealed": True},
+                   PLAIN: DECLARED, NO_KEY: {"sealed": True}}
+    env = {**stack_env_on("2445", "2617", "2815"), "HYBRIDSEARCH_DATA_DIR": str(data_dir),
+           "HYBRIDSEARCH_COLLECTIONS": json.dumps(collections)}
+    create_collection_key(data_dir / "sealing" / "keys.yaml", SEALED)
+    with running_stack(env) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def client(stack):
+    client = GatewayClient(stack.settings.endpoints.addr("gateway"))
+    for collection, words in ((SEALED, SEALED_WORDS), (PLAIN, PLAIN_WORDS)):
+        assert client.upsert(collection, words.documents()).documents_written == 6
+    yield client
+    client.close()
+
+
+def search(client, collection: str, query: str, **fields) -> search_pb2.SearchResponse:
+    return client.search(search_pb2.SearchRequest(query=query, collection=collection, **fields))
+
+
+@pytest.mark.parametrize("collection,words", [(SEALED, SEALED_WORDS), (PLAIN, PLAIN_WORDS)])
+def test_a_sealed_collection_answers_like_a_plain_one(client, collection, words):
+    word = words.body[1]  # in doc-0 (second word), doc-1 (first), doc-3, doc-4
+    fast = search(client, collection, word, effort=common_pb2.EFFORT_FAST, top_k=10)
+    assert sorted(h.doc_id for h in fast.hits) == ["doc-0", "doc-1", "doc-3", "doc-4"]
+    for hit in fast.hits:  # previews, titles and tags readable to the caller
+        assert hit.title.startswith(f"{words.title} memo number") and word in hit.snippet and "<mark>" in hit.marked_snippet
+    assert {f"{words.tag}-0", f"{words.tag}-1"} <= set(fast.tag_counts)
+    # filters on metadata values, equality and any_of
+    owned = search(client, collection, word, effort=common_pb2.EFFORT_FAST,
+                   filters=[common_pb2.MetadataFilter(field="owner", equals=f"{words.owner}1")])
+    assert sorted(h.doc_id for h in owned.hits) == ["doc-1", "doc-3"]
+    either = search(client, collection, word, effort=common_pb2.EFFORT_FAST, filters=[common_pb2.MetadataFilter(
+        field="topics", any_of=common_pb2.StringList(values=[f"{words.tag}-0,common"]))])
+    assert sorted(h.doc_id for h in either.hits) == ["doc-0", "doc-4"]
+    # the tag leg matches the query's keywords against the (hashed) tags
+    tagged = search(client, collection, f"{words.tag}-1", effort=common_pb2.EFFORT_FAST)
+    tag_hits = {h.doc_id for h in tagged.hits if any(r.leg == common_pb2.LEG_TAG for r in h.legs)}
+    assert tag_hits == {"doc-1", "doc-3", "doc-5"}
+    # a boost on a metadata value (type=decision: doc-4) applies on hashed values too
+    boosted = search(client, collection, word, effort=common_pb2.EFFORT_FAST, explain=True)
+    assert [b.doc_id for b in boosted.explain.boosts] == ["doc-4"]
+    # BALANCED expands (feedback read from the opened probe texts) and pages follow the first order
+    first = search(client, collection, f"{word} harbour", top_k=2, explain=True)
+    assert first.next_page_token and first.explain.lexical_variants
+    second = search(client, collection, f"{word} harbour", top_k=2, page_token=first.next_page_token)
+    assert second.hits and all(h.title.startswith(words.title) and h.snippet for h in second.hits)
+    assert not {h.doc_id for h in first.hits} & {h.doc_id for h in second.hits}
+
+
+def test_a_sealed_collection_without_its_key_is_a_clear_failed_precondition(client):
+    doc = ingest_pb2.Document(id="x", text="anything at all")
+    with pytest.raises(FailedPrecondition, match=f"collection '{NO_KEY}' is sealed and has no key"):
+        client.upsert(NO_KEY, [doc])
+    with pytest.raises(FailedPrecondition, match="keys create -c vault-nokey"):
+        search(client, NO_KEY, "anything")
+
+
+def test_a_wrong_key_is_a_clear_failed_precondition_never_garbage(stack, client):
+    path = stack.settings.data_dir / "sealing" / "keys.yaml"
+    kept = path.read_text()
+    raw = yaml.safe_load(kept)
+    entry = raw["collections"][SEALED]
+    entry["keys"][entry["active"]] = base64.b64encode(b"w" * 32).decode()  # another key under the same id
+    path.write_text(yaml.safe_dump(raw))
+    try:
+        with pytest.raises(FailedPrecondition, match="does not open with key"):
+            search(client, SEALED, SEALED_WORDS.body[0], effort=common_pb2.EFFORT_FAST)
+    finally:
+        path.write_text(kept)
+    assert search(client, SEALED, SEALED_WORDS.body[0], effort=common_pb2.EFFORT_FAST).hits  # the right key again
+
+
+def files_holding(root: Path, needle: str) -> set[str]:
+    data = needle.encode()
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and data in p.read_bytes()}
+
+
+def test_nothing_of_a_sealed_collection_is_at_rest_in_clear(stack, client):
+    """Runs last: saves Redis, stops the stack, reads every file under the data dir."""
+    settings = stack.settings
+    search(client, SEALED, f"{SEALED_WORDS.body[2]} harbour", top_k=2)  # an expansion cache entry and a kept order
+    search(client, PLAIN, f"{PLAIN_WORDS.body[2]} harbour", top_k=2)
+    r = redis.Redis.from_url(settings.expansion.redis_url)
+    values = b"\n".join(k + b" " + (r.get(k) or b"") for k in r.keys("hybridsearch:*"))  # live, uncompressed
+    r.save()  # and the dump (its strings may be LZF-compressed: the live values above are the check)
+    r.close()
+    assert PLAIN_WORDS.body[2].encode() in values  # the plain collection's expansion entry holds its query
+    for marker in SEALED_WORDS.in_clear:
+        assert marker.encode() not in values, marker
+    stack.stop()
+    root = settings.data_dir
+    assert any(root.rglob("dump.rdb"))
+    bm25_dir = root / "bm25-tantivy" / SEALED
+    term_files = {str(p.relative_to(root)) for p in bm25_dir.glob("*.term")}
+    analyzer = EnglishAnalyzer(settings.bm25.stemmer, settings.bm25.stopwords)
+    searcher = tantivy.Index.open(str(bm25_dir)).searcher()
+    for word in SEALED_WORDS.body + (SEALED_WORDS.title,):
+        # the default mode keeps the words as BM25 terms: in the term dictionary, nowhere else
+        (term,) = analyzer.analyze(word)
+        assert searcher.doc_freq("body", term) > 0
+        assert files_holding(root, word) <= term_files, word
+    for marker in SEALED_WORDS.in_clear[3:]:  # full titles, tags, metadata values: nowhere at all
+        assert files_holding(root, marker) == set(), marker
+    # the same scan finds the plain collection's words in both stores' records and in Redis
+    for word in PLAIN_WORDS.body:
+        found = files_holding(root, word)
+        assert any(f.startswith(f"bm25-tantivy/{PLAIN}/") and not f.endswith(".term") for f in found), found
+        assert any(f.startswith(f"qdrant-edge/{PLAIN}/") for f in found), found
+    assert files_holding(root, f"{PLAIN_WORDS.title} memo number")
+    assert files_holding(root, f"{PLAIN_WORDS.owner}1")
+    # and no collection key is in any log
+    secret = yaml.safe_load((root / "sealing" / "keys.yaml").read_text())["collections"][SEALED]
+    key = secret["keys"][secret["active"]]
+    assert not {f for f in files_holding(root, key) if not f.startswith("sealing/")}
