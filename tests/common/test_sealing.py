@@ -147,3 +147,14 @@ def test_the_keys_file_is_reread_when_it_changes_and_a_bad_one_names_the_entry(t
         parse_keys_file(yaml.safe_dump({"collections": {"notes": {"active": "k1", "keys": {"k1": "c2hvcnQ="}}}}), "f")
     with pytest.raises(ValueError, match="active key 'k2' is not among its keys"):
         parse_keys_file(yaml.safe_dump({"collections": {"notes": {"active": "k2", "keys": {}}}}), "f")
+
+
+def test_reconcile_copies_a_sealed_record_with_its_texts_opened_to_index(seal):
+    stored = seal.seal_chunk(chunk())
+    for name in ("title", "heading", "text"):  # what a store gives back: the record, no texts
+        stored.ClearField(name)
+    stored.indexed_metadata.clear()
+    copy = seal.copyable(stored)
+    assert (copy.title, copy.text) == ("Quarzelbrot title", "the zyxquorble passage")
+    assert copy.sealed == stored.sealed and copy.content_hash == stored.content_hash  # not hashed a second time
+    assert dict(copy.metadata) == dict(stored.metadata) and dict(copy.indexed_metadata) == {"summary": "short flumbrix"}
