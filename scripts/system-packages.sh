@@ -22,15 +22,20 @@ declare -A PACKAGE=(
   [unshare]=util-linux
 )
 
+# Bash alone decides (no external command): it must work where PATH holds little.
+declare -A wanted=()
 missing=()
 for need in "$@"; do
   [[ -n ${PACKAGE[$need]:-} ]] || { echo "system-packages.sh: no package known for '$need'" >&2; exit 2; }
-  command -v "$need" >/dev/null 2>&1 || missing+=("${PACKAGE[$need]}")
+  package=${PACKAGE[$need]}
+  if ! command -v "$need" >/dev/null 2>&1 && [[ -z ${wanted[$package]:-} ]]; then
+    wanted[$package]=1
+    missing+=("$package")
+  fi
 done
 ((${#missing[@]})) || exit 0
-mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
 
-if [[ $(id -u) -eq 0 ]]; then
+if ((EUID == 0)); then
   as_root=()
 elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
   as_root=(sudo -n)

@@ -1,17 +1,19 @@
-"""Document sources for indexing and benchmarks: folders of .md/.txt, BEIR corpus/queries/qrels."""
+"""Document sources for indexing and benchmarks: folders of files (hybridsearch.readers), BEIR corpus/queries/qrels."""
 
 from __future__ import annotations
 
 import gzip
 import json
-import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+from hybridsearch.readers.folder import Folder, Skipped
+from hybridsearch.readers.jsondocs import FieldMap
 from hybridsearch.v1 import ingest_pb2
 
-TEXT_SUFFIXES = {".md", ".markdown", ".txt"}
-SAFE_ID = re.compile(r"[^\w./-]+")
+
+BEIR_CORPUS_NAMES = ("corpus.jsonl", "corpus.jsonl.gz")
 
 
 def _open(path: Path):
@@ -19,7 +21,7 @@ def _open(path: Path):
 
 
 def beir_corpus_file(folder: Path) -> Path | None:
-    for name in ("corpus.jsonl", "corpus.jsonl.gz"):
+    for name in BEIR_CORPUS_NAMES:
         if (folder / name).exists():
             return folder / name
     return None
@@ -38,26 +40,41 @@ def read_beir_corpus(path: Path) -> Iterator[ingest_pb2.Document]:
 
 
 def read_folder(folder: Path) -> Iterator[ingest_pb2.Document]:
-    for path in sorted(p for p in folder.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES and p.is_file()):
-        rel = path.relative_to(folder).as_posix()
-        text = path.read_text(encoding="utf-8", errors="replace")
-        title = next((line.lstrip("#").strip() for line in text.splitlines() if line.startswith("# ")), path.stem)
-        yield ingest_pb2.Document(
-            id=SAFE_ID.sub("_", rel)[:256], title=title, text=text,
-            metadata={"path": rel, "type": path.suffix.lower().lstrip("."), "folder": path.parent.relative_to(folder).as_posix()},
-        )
+    """Every document of a folder that a reader reads (hybridsearch.readers), files in path order."""
+    files = Folder(folder)
+    return files.documents(files.readable())
+
+
+@dataclass
+class Corpus:
+    """What `hybridsearch index` reads: its documents, how many files or documents (when cheap to know: the
+    progress bar's total) and, for a folder, what it skipped (known once the documents have been read)."""
+
+    documents: Iterator[ingest_pb2.Document]
+    count: int | None
+    skipped: Skipped | None = None
+    unit: str = "documents"
+
+
+def open_corpus(path: Path, include: list[str] | None = None, exclude: list[str] | None = None,
+                fields: FieldMap | None = None, on_file=None) -> Corpus:
+    """A BEIR corpus file (or its folder), else a folder of files for the readers; `on_file` is called after
+    each file of a folder is read (a progress bar)."""
+    if path.is_file() and (path.name in BEIR_CORPUS_NAMES or path.suffix == ".gz"):
+        return Corpus(read_beir_corpus(path), sum(1 for _ in read_beir_corpus(path)))
+    corpus = beir_corpus_file(path) if path.is_dir() and not (include or exclude) else None
+    if corpus is not None:
+        return open_corpus(corpus)
+    root, only = (path.parent, [path.name]) if path.is_file() else (path, include or [])
+    folder = Folder(root, only, exclude or [], fields or FieldMap())
+    readable = folder.readable()
+    return Corpus(folder.documents(readable, on_file), len(readable), folder.skipped, "files")
 
 
 def read_documents(path: Path) -> tuple[Iterator[ingest_pb2.Document], int | None]:
     """Documents under `path` and, when cheap to know, how many there are."""
-    if path.is_file():
-        count = sum(1 for _ in read_beir_corpus(path))
-        return read_beir_corpus(path), count
-    corpus = beir_corpus_file(path)
-    if corpus is not None:
-        return read_documents(corpus)
-    files = [p for p in path.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES]
-    return read_folder(path), len(files)
+    corpus = open_corpus(path)
+    return corpus.documents, corpus.count
 
 
 def read_queries(folder: Path) -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -14,6 +15,7 @@ from stacks import client_environment
 
 from hybridsearch.cli import SAMPLE_CORPUS, app, highlighted, parse_filters
 from hybridsearch.cli.base import tool_imports
+from hybridsearch.cli.search import PAGE_OPTIONS, next_page_command
 from hybridsearch.client import Not, document
 from hybridsearch.corpus import read_folder
 from hybridsearch.v1 import search_pb2
@@ -29,6 +31,24 @@ def test_parse_filters():
         parse_filters(["lang"])
 
 
+def query_context(args: list[str]) -> typer.Context:
+    group = typer.main.get_command(app)
+    return group.commands["query"].make_context("query", list(args), parent=group.make_context("hybridsearch", ["query"]))
+
+
+def test_next_page_command_repeats_every_option_as_given():
+    args = ["rank fusion", "-c", "a", "-c", "b", "--effort", "fast", "-n", "3", "--no-expand", "--filter", "x=[y]",
+            "--min-score", "0.5", "--explain", "--offset", "2", "--page-token", "OLD"]
+    line = next_page_command(query_context(args), "NEW")
+    assert line == ("hybridsearch query 'rank fusion' --collection a --collection b --effort fast -n 3 --no-expand "
+                    "--min-score 0.5 --filter 'x=[y]' --explain --page-token NEW")
+    again = query_context(shlex.split(line)[2:]).params  # it parses back to the same query
+    before = query_context(args).params
+    assert {k: v for k, v in again.items() if k not in PAGE_OPTIONS} == {k: v for k, v in before.items() if k not in PAGE_OPTIONS}
+    assert again["page_token"] == "NEW" and again["offset"] == 0
+    assert next_page_command(query_context(args), "") == ""
+
+
 def test_highlighted_markup_escapes_text():
     snippet = "rank [fusion] ranks"
     spans = [search_pb2.Highlight(start=0, end=4), search_pb2.Highlight(start=14, end=19)]
@@ -38,10 +58,10 @@ def test_highlighted_markup_escapes_text():
 # Every command by its help panel; names are what the Makefile, docs, tests and scripts call.
 PANELS = {
     "Serve": ["serve", "run-demo", "export-models", "install-llm", "triton-repository"],
-    "Search and index": ["index", "query"],
+    "Search and index": ["index", "query", "stats", "collections", "docs", "shell"],
     "Operate": ["doctor", "reconcile", "certs", "keys"],
     "Developer tools": ["bench", "bench-report", "levers", "tune", "train-reranker", "loadtest", "speed",
-                        "scale-corpus", "bm25-scale", "store-probe", "dashboards"],
+                        "scale-corpus", "bm25-scale", "store-probe", "hop-cost", "dashboards"],
 }
 
 
@@ -50,6 +70,8 @@ def test_every_command_keeps_its_name_under_its_panel():
     assert {name: cmd.rich_help_panel for name, cmd in group.commands.items()} == {
         name: panel for panel, names in PANELS.items() for name in names}
     assert list(group.commands["keys"].commands) == ["create"]
+    assert list(group.commands["collections"].commands) == ["drop"]
+    assert list(group.commands["docs"].commands) == ["get", "delete"]
 
 
 def test_help_shows_serving_and_operations_before_the_tools():
@@ -179,7 +201,30 @@ def test_page_token_reads_the_next_page(cli):
     first = cli("rank fusion", "--json", "--effort", "fast", "-n", "2")
     second = cli("rank fusion", "--json", "--effort", "fast", "-n", "2", "--page-token", first["next_page_token"])
     assert [h["doc_id"] for h in second["hits"]] == four[2:4]
-    assert "next page: --page-token" in cli("rank fusion", "--effort", "fast", "-n", "2")
+    assert second["offset"] == 2 and "offset" not in first  # JSON leaves out zeros
+
+
+def next_page_line(out: str) -> list[str]:
+    """The printed next-page command's words after `query`, less `--collection cli-docs` (cli adds it)."""
+    line = next(line for line in out.splitlines() if line.startswith("next page: "))
+    words = shlex.split(line.removeprefix("next page: "))
+    words = words[words.index("query") + 1:]
+    at = words.index("--collection")
+    assert words[at + 1] == COLLECTION
+    return words[:at] + words[at + 2:]
+
+
+@pytest.mark.stack
+def test_the_next_page_hint_is_the_whole_command_and_numbers_on(cli):
+    """The hint once said only `--page-token T`: without `--effort fast` that token is another query's. Its
+    command runs as printed, and page 2 numbers its hits on from page 1 (3., 4.), not from 1 again."""
+    first = cli("rank fusion", "--effort", "fast", "-n", "2", "--no-rerank")
+    assert " 1. " in first and " 2. " in first
+    words = next_page_line(first)
+    assert words[:1] == ["rank fusion"] and {"--effort", "fast", "-n", "2", "--no-rerank"} <= set(words)
+    second = cli(*words)
+    assert " 3. " in second and " 4. " in second and " 1. " not in second
+    assert " 5. " in cli(*next_page_line(second))
 
 
 @pytest.mark.stack
@@ -189,3 +234,24 @@ def test_repeated_collection_searches_both(cli, gateway):
     collections = {hit["collection"] for hit in answer["hits"]}
     assert collections == {COLLECTION, "cli-other"}
     assert any(leg["name"] == "bm25@cli-other" for leg in answer["legs"])
+
+
+def test_the_collections_table_folds_cells_instead_of_cutting_them():
+    from rich.console import Console
+
+    from hybridsearch.cli.resources import collections_table
+    from hybridsearch.v1 import collections_pb2, ingest_pb2
+
+    response = collections_pb2.ListCollectionsResponse(collections=[collections_pb2.CollectionInfo(
+        name="a-rather-long-collection-name", documents=123456, chunks=654321, language="en",
+        options={"boosts": '[{"field": "type", "value": "decision", "fusion": 1.3, "rerank": 1.25}]'},
+        stores=[ingest_pb2.StoreSummary(store="bm25", engine="embedded-tantivy", documents=123456),
+                ingest_pb2.StoreSummary(store="vector", engine="qdrant-edge+minilm-l6", documents=123456)])])
+    for width in (40, 60, 80):
+        console = Console(width=width, record=True)
+        console.print(collections_table(response))
+        text = console.export_text()
+        assert "…" not in text, text
+        rows = [line.split("│")[1:-1] for line in text.splitlines() if line.startswith("│")]
+        column = ["".join(cells[i].strip() for cells in rows) for i in range(3)]  # each column read top down
+        assert column == ["a-rather-long-collection-name", "123456", "654321"], text

@@ -15,6 +15,7 @@ import asyncio
 import bisect
 import json
 import logging
+import shutil
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -339,6 +340,24 @@ class EmbeddedBm25Engine:
         if not self._exists(collection):
             return []
         return await asyncio.to_thread(self._collection(collection).chunks_of, doc_ids)
+
+    async def collections(self):
+        on_disk = {p.name for p in self.root.iterdir() if (p / "store.sqlite").exists()} if self.root.is_dir() else set()
+        return sorted(on_disk | set(self._collections))
+
+    async def drop(self, collection):
+        if not self._exists(collection):
+            return False
+        await asyncio.to_thread(self._drop, collection)
+        return True
+
+    def _drop(self, name: str) -> None:
+        with self._open_lock:
+            opened = self._collections.pop(name, None)
+        if opened is not None:
+            with opened.lock:  # a write or rebuild in progress ends first
+                opened.db.close()
+        shutil.rmtree(self.root / name, ignore_errors=True)
 
     async def close(self):
         for c in self._collections.values():

@@ -49,15 +49,19 @@ from hybridsearch.bm25.fuzzy import FUZZY_WEIGHT, MAX_EXPANSIONS, MIN_FUZZY_CHAR
 from hybridsearch.common.language import AUTO
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.iterables import batched
+from hybridsearch.common.validation import COLLECTION_NAME
 from hybridsearch.common.stores import (
     LISTED_FIELDS,
     refuse_sealed,
     EngineStats,
     EngineUnavailable,
     UpsertResult,
+    SPAN,
     chunk_from_payload,
     chunks_by_document,
     picked_metadata,
+    span_of,
+    span_payload,
     stored_documents,
 )
 from hybridsearch.v1 import common_pb2
@@ -124,6 +128,9 @@ def analysis_chain(stemmer: str, stopwords: str, language: str) -> tuple[dict[st
     return filters, chain
 
 
+SPAN_MAPPING = {"type": "integer", "index": False}  # a chunk's SourceSpan, stored only
+
+
 def index_body(*, k1: float, b: float, stemmer: str, stopwords: str, shards: int, replicas: int,
                language: str = "en") -> dict[str, Any]:
     """Settings and mapping of a collection's index: the embedded engine's analysis and BM25."""
@@ -160,6 +167,7 @@ def index_body(*, k1: float, b: float, stemmer: str, stopwords: str, shards: int
                 # One chunk a document carries it: exact document counts and hash look-ups.
                 "first_chunk": {"type": "boolean"},
                 "meta": {"type": "object", "dynamic": True},
+                SPAN: SPAN_MAPPING,
             },
         },
     }
@@ -253,6 +261,7 @@ class OpenSearchBm25Engine:
         self.timeout_s = timeout_s
         self.client = AsyncOpenSearch(hosts=[url], timeout=timeout_s, max_retries=0, retry_on_timeout=False)
         self._known: set[str] = set()
+        self._span_mapped: set[str] = set()  # indexes whose mapping has the span field (created or added here)
         self._create_lock = asyncio.Lock()
         self._score_scale: float | None = None
 
@@ -315,6 +324,10 @@ class OpenSearchBm25Engine:
                                    self.fields_of(collection))
                 await self._call("create index", lambda: self._create(index, body), retry=True)
                 self._known.add(index)
+            elif index not in self._span_mapped:  # an index created before chunks kept spans: add the field
+                await self._call("put mapping", lambda: self.client.indices.put_mapping(
+                    index=index, body={"properties": {SPAN: SPAN_MAPPING}}), retry=True)
+            self._span_mapped.add(index)
         return index
 
     async def _create(self, index: str, body: dict[str, Any]) -> None:
@@ -372,7 +385,7 @@ class OpenSearchBm25Engine:
                         "flat": indexed_text(c.title, c.heading, c.text), "title": c.title, "heading": c.heading,
                         "text": c.text, "doc_id": c.doc_id, "position": c.position,
                         "content_hash": c.content_hash, "write_id": write_id, "first_chunk": n == 0,
-                        "meta": dict(c.metadata),
+                        "meta": dict(c.metadata), SPAN: span_payload(c.span),
                         **{field_name(key): c.metadata[key] for key in fields if c.metadata.get(key)},
                     },
                 })
@@ -453,7 +466,7 @@ class OpenSearchBm25Engine:
                 "size": limit,
                 "timeout": self.search_timeout,
                 "track_total_hits": False,
-                "_source": ["doc_id", "title", "text", *(f"meta.{f}" for f in metadata_fields)],
+                "_source": ["doc_id", "title", "text", SPAN, *(f"meta.{f}" for f in metadata_fields)],
                 "query": {"bool": {"must": [self._text_query(text, collection, fuzzy)], "filter": must,
                                    "must_not": must_not}},
             })
@@ -469,7 +482,8 @@ class OpenSearchBm25Engine:
             lists.append([
                 common_pb2.LegHit(chunk_id=h["_id"], doc_id=h["_source"]["doc_id"], score=float(h["_score"]) * scale,
                                   rank=rank, title=h["_source"].get("title", ""), text=h["_source"].get("text", ""),
-                                  metadata=picked_metadata(h["_source"].get("meta", {}), metadata_fields))
+                                  metadata=picked_metadata(h["_source"].get("meta", {}), metadata_fields),
+                                  span=span_of(h["_source"]))
                 for rank, h in enumerate(hits, start=1)
             ])
         return lists
@@ -524,6 +538,20 @@ class OpenSearchBm25Engine:
                 await self._call("chunk look-up", lambda: self.client.search(index=index, body=body), retry=True))
             out += [chunk_from_payload({**h["_source"], "chunk_id": h["_id"]}) for h in response["hits"]["hits"]]
         return out
+
+    async def collections(self) -> list[str]:
+        """The collections whose index carries this engine's prefix."""
+        found = await self._call("list indices", lambda: self.client.indices.get(index=f"{self.index_prefix}*"))
+        names = (index[len(self.index_prefix):] for index in found if index.startswith(self.index_prefix))
+        return sorted(name for name in names if COLLECTION_NAME.fullmatch(name))
+
+    async def drop(self, collection: str) -> bool:
+        if not await self._exists(collection):
+            return False
+        index = self.index(collection)
+        await self._call("delete index", lambda: self.client.indices.delete(index=index), retry=True)
+        self._known.discard(index)
+        return True
 
     async def close(self) -> None:
         await self.client.close()

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,8 +47,8 @@ from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, e
 from hybridsearch.bm25.group_commit import MAX_GROUP, GroupCommit
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.stores import (
-    EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, content_of, picked_metadata, stored_content,
-    stored_documents,
+    EngineStats, UpsertResult, SPAN, chunk_from_payload, chunks_by_document, content_of, picked_metadata, span_of,
+    span_payload, stored_content, stored_documents,
 )
 from hybridsearch.v1 import common_pb2
 
@@ -184,7 +185,8 @@ class _Collection:
                 p = _payload(searcher, addr)
                 hits.append(common_pb2.LegHit(chunk_id=p["chunk_id"], doc_id=p["doc_id"], score=score / LUCENE7_FACTOR,
                                               rank=rank, **content_of(p, heading=False),
-                                              metadata=picked_metadata(p.get("metadata", {}), metadata_fields)))
+                                              metadata=picked_metadata(p.get("metadata", {}), metadata_fields),
+                                              span=span_of(p)))
             lists.append(hits)
         return lists
 
@@ -230,7 +232,7 @@ class _Collection:
         doc.add_bytes("payload", orjson.dumps({
             "chunk_id": c.chunk_id, "doc_id": c.doc_id, "position": c.position, **stored_content(c),
             "metadata": dict(c.metadata), "content_hash": c.content_hash,
-            "written_at_ms": c.written_at_ms,
+            "written_at_ms": c.written_at_ms, SPAN: span_payload(c.span),
         }))
         return doc
 
@@ -387,6 +389,24 @@ class TantivyBm25Engine:
         if not self._exists(collection):
             return []
         return await asyncio.to_thread(lambda: self._collection(collection).chunks_of(doc_ids))
+
+    async def collections(self):
+        on_disk = {p.name for p in self.root.iterdir() if (p / "meta.json").exists()} if self.root.is_dir() else set()
+        return sorted(on_disk | set(self._collections))
+
+    async def drop(self, collection):
+        if not self._exists(collection):
+            return False
+        self._groups.pop(collection, None)  # writes submitted from now on open a fresh index
+        await asyncio.to_thread(self._drop, collection)
+        return True
+
+    def _drop(self, name: str) -> None:
+        with self._open_lock:
+            opened = self._collections.pop(name, None)
+        if opened is not None:
+            opened.close()  # waits for its writer: a commit in progress ends before the files go
+        shutil.rmtree(self.root / name, ignore_errors=True)
 
     async def close(self):
         for c in self._collections.values():

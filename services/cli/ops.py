@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hybridsearch.cli.base import OPERATE, app, console, split_csv
+from hybridsearch.cli.tables import Column, wrapping_table
 from hybridsearch.common.config import get_settings
 
 
@@ -39,19 +40,35 @@ def reconcile(
         finally:
             await reconciler.close()
 
-    rows = asyncio.run(run())
-    table = Table(title="reconcile" + (" (dry run)" if dry_run else ""))
-    for col in ("collection", "bm25 docs", "vector docs", "missing", "diverged", "torn", "consistent", "repaired", "re-ingest"):
-        table.add_column(col, justify="right")
+    from hybridsearch.common.holds import Held
+
+    try:
+        rows = asyncio.run(run())
+    except Held as err:
+        console.print(f"[red]{err}[/]: reconcile it once that ends", soft_wrap=True)
+        raise typer.Exit(2) from None
     for r in rows:
-        f = r["found"]
-        table.add_row(r["collection"], str(r["documents"]["bm25"]), str(r["documents"]["vector"]), str(f["missing"]),
-                      str(f["diverged"]), str(f["torn"]), str(f["consistent"]), str(r["repaired"]), str(r["reingest_count"]))
-    console.print(table)
+        if not r["held"]:
+            console.print(f"[yellow]{r['collection']} was reconciled unheld (Redis not reachable)[/]")
+    console.print(reconcile_table(rows, dry_run))
     if json_out:
         json_out.write_text(json.dumps(rows, indent=2))
     if any(r["reingest_count"] for r in rows):
         raise typer.Exit(3)
+
+
+RECONCILE_COLUMNS = (Column("collection", "left"), "bm25 docs", "vector docs", "missing", "diverged", "torn", "consistent",
+                     "repaired", "re-ingest")
+
+
+def reconcile_table(rows: list[dict], dry_run: bool) -> Table:
+    """Reconciler rows (reconcile.run.Report.row) as a table that wraps at any width (cli.tables)."""
+    table = wrapping_table("reconcile" + (" (dry run)" if dry_run else ""), RECONCILE_COLUMNS)
+    for r in rows:
+        f = r["found"]
+        table.add_row(r["collection"], str(r["documents"]["bm25"]), str(r["documents"]["vector"]), str(f["missing"]),
+                      str(f["diverged"]), str(f["torn"]), str(f["consistent"]), str(r["repaired"]), str(r["reingest_count"]))
+    return table
 
 
 keys_app = typer.Typer(help="API keys per tenant, and sealed collections' keys (docs/security.md)",

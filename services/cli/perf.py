@@ -46,6 +46,7 @@ def loadtest(
     stage_timings: Annotated[bool, typer.Option(help="ask for explain: per-stage times (bigger answers)")] = False,
     warmup: Annotated[int, typer.Option(help="unmeasured requests before each scenario")] = 5,
     seed: int = 0,
+    zipf: Annotated[float, typer.Option(help="> 0: queries repeat as real traffic does, drawn with this Zipf exponent (1.0: s = 1) over a seeded popularity order, not cycled in file order")] = 0.0,
     pids: Annotated[str, typer.Option(help="comma list of pids whose RSS is sampled every second")] = "",
     rss: Annotated[bool, typer.Option(help="sample the RSS of every running `hybridsearch serve` process, Triton, Redis")] = False,
     cpu: Annotated[bool, typer.Option("--cpu/--no-cpu", help="CPU ms per answer of the stack's processes (or --pids), per run and as a headline per scenario")] = True,
@@ -69,7 +70,8 @@ def loadtest(
         from hybridsearch.tools.perf.load.memory import discover, name_pids
         from hybridsearch.tools.perf.load.ramp import default_steps, parse_steps
         from hybridsearch.tools.perf.load.report import print_summary, write_outputs
-        from hybridsearch.tools.perf.load.scenarios import bench_collection, load_queries, parse_scenarios
+        from hybridsearch.tools.perf.load.scenarios import (bench_collection, load_queries, parse_scenarios,
+                                                           repeat_share, zipf_sequence)
         from hybridsearch.tools.perf.load.session import LoadPlan, execute
 
     settings = get_settings()
@@ -80,9 +82,16 @@ def loadtest(
             console.print(f"{dataset.name}: indexing into its bench collection when needed…")
             default_collection, indexed = bench_collection(dataset, target, settings)
             console.print(f"{dataset.name}: collection {default_collection} ({indexed} documents indexed now)")
+        queries = load_queries(queries_from or dataset)
+        if zipf < 0:
+            raise ValueError(f"--zipf must be 0 (cycle the queries) or a positive exponent, not {zipf}")
+        if zipf:
+            queries = zipf_sequence(queries, zipf, seed)
+            console.print(f"queries: Zipf s={zipf:g} over {len(set(queries))} distinct, "
+                          f"{repeat_share(queries):.0%} of requests repeat an earlier query")
         plan = LoadPlan(
             mode=mode, address=target, collection=collection or default_collection,
-            queries=load_queries(queries_from or dataset), scenarios=parse_scenarios(scenario), rate=rate,
+            queries=queries, zipf=zipf, scenarios=parse_scenarios(scenario), rate=rate,
             arrivals=arrivals, duration_s=duration, workers=workers,
             steps=parse_steps(steps) if steps else default_steps(max_qps=max_qps), step_s=step_seconds,
             p99_limit_ms=p99_limit_ms, max_error_rate=max_error_rate, write_rate=write_rate, write_batch=write_batch,
@@ -188,6 +197,33 @@ def speed(
         console.print(budget_markdown(result["budget"]))
     if json_out:
         json_out.write_text(json.dumps(result, indent=2))
+
+
+@app.command("hop-cost", rich_help_panel=TOOLS)
+def hop_cost(
+    calls: Annotated[int, typer.Option(min=100, max=20000, help="sequential calls per answer size")] = 2000,
+    hits: Annotated[str, typer.Option(help="comma list of answer sizes, in leg hits with their texts")] = "0,10,100",
+    json_out: Annotated[Optional[Path], typer.Option(help="write the figures here as JSON")] = None,
+):
+    """The floor of one hop: CPU of a bare grpc.aio unary call over loopback, client and server apart."""
+    from rich.table import Table
+
+    from hybridsearch.tools.perf.hop import as_dict, measure
+
+    try:
+        sizes = [int(h) for h in hits.split(",") if h.strip()]
+    except ValueError:
+        console.print(f"[red]--hits takes numbers: {escape(hits)}[/]")
+        raise typer.Exit(2) from None
+    costs = [measure(h, calls) for h in sizes]
+    table = Table("hits", "answer bytes", "client CPU ms", "server CPU ms", "CPU ms a hop", "wall ms",
+                  title=f"one bare unary hop over loopback, {calls} sequential calls")
+    for c in costs:
+        table.add_row(str(c.hits), str(c.answer_bytes), f"{c.client_cpu_ms:.3f}", f"{c.server_cpu_ms:.3f}",
+                      f"{c.cpu_ms:.3f}", f"{c.wall_ms:.3f}")
+    Console().print(table)
+    if json_out is not None:
+        json_out.write_text(json.dumps([as_dict(c) for c in costs], indent=1))
 
 
 @app.command("scale-corpus", rich_help_panel=TOOLS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from pathlib import Path
 from typing import Annotated, Optional
@@ -10,24 +11,52 @@ from typing import Annotated, Optional
 import typer
 from google.protobuf.json_format import MessageToDict
 from rich.console import Console
+from rich.markup import escape
 
-from hybridsearch.cli.base import SEARCH, app, console, gateway_client, progress_bar, read_corpus
+from hybridsearch.cli.base import SEARCH, app, console, gateway_client, progress_bar
 
 
 @app.command(rich_help_panel=SEARCH)
 def index(
-    path: Annotated[Path, typer.Argument(exists=True, help="folder of .md/.txt files, or a BEIR corpus.jsonl[.gz] (or its folder)")],
+    path: Annotated[Path, typer.Argument(exists=True, help="a folder (Markdown, text, reStructuredText, HTML, JSON/JSONL, "
+                                                           "PDF, Python/JS/TS/Go/Java source), a file, or a BEIR "
+                                                           "corpus.jsonl[.gz] (or its folder)")],
     collection: Annotated[str, typer.Option("--collection", "-c")] = "default",
     batch_size: int = 64,
+    include: Annotated[Optional[list[str]], typer.Option(help="only files matching this glob (path, or name "
+                                                              "for a glob without '/'); repeat")] = None,
+    exclude: Annotated[Optional[list[str]], typer.Option(help="leave out files matching this glob; repeat")] = None,
+    field_map: Annotated[Optional[list[str]], typer.Option(help="JSON records: ROLE=FIELD, ROLE id, title, text or "
+                                                                "metadata (default: id/_id, title/name, "
+                                                                "text/body/content, metadata or the other fields)")] = None,
 ):
-    """Index documents through the gateway (chunk, embed, write to both stores)."""
-    documents, count = read_corpus(path)
+    """Index documents through the gateway (read, chunk, embed, write to both stores); says what it skipped."""
+    from hybridsearch.corpus import open_corpus
+    from hybridsearch.readers.jsondocs import FieldMap
+
+    try:
+        fields = FieldMap.parse(field_map or [])
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--field-map") from None
     client = gateway_client()
     started = time.perf_counter()
     with progress_bar() as progress:
-        task = progress.add_task(f"indexing into {collection}", total=count)
-        total = client.index(collection, documents, batch_size, on_batch=lambda part: progress.advance(task, part.documents_received))
+        task = progress.add_task(f"indexing into {collection}")
+        advance_files = lambda: progress.advance(task)  # noqa: E731
+        corpus = open_corpus(path, include, exclude, fields, on_file=advance_files)
+        progress.update(task, total=corpus.count)
+        per_batch = None if corpus.unit == "files" else (lambda part: progress.advance(task, part.documents_received))
+        total = client.index(collection, corpus.documents, batch_size, on_batch=per_batch)
     seconds = time.perf_counter() - started
+    skipped = corpus.skipped
+    if skipped is not None and skipped.total:
+        console.print(skipped.line, soft_wrap=True)
+        for suffix, reason in skipped.reasons.items():
+            console.print(f"  {suffix}: {reason}", soft_wrap=True)
+    if not total.documents_received:
+        console.print(f"[red]nothing to index[/] under {path}: no file a reader reads"
+                      f"{' (see the skipped files above)' if skipped is not None and skipped.total else ''}")
+        raise typer.Exit(1)
     console.print(f"{total.documents_received} documents: {total.documents_written} written, "
                   f"{total.documents_unchanged} unchanged, {total.chunks_written} chunks "
                   f"in {seconds:.1f} s ({total.documents_received / max(seconds, 1e-9):.0f} documents/s)")
@@ -54,6 +83,7 @@ def parse_filters(values: list[str]) -> dict:
 
 @app.command(rich_help_panel=SEARCH)
 def query(
+    ctx: typer.Context,
     text: Annotated[str, typer.Argument()],
     collection: Annotated[Optional[list[str]], typer.Option("--collection", "-c", help="repeat to search several collections")] = None,
     mode: Annotated[Optional[str], typer.Option(help="bm25 | vector | hybrid (default hybrid)")] = None,
@@ -72,6 +102,9 @@ def query(
     fuzzy: Annotated[Optional[bool], typer.Option("--fuzzy/--no-fuzzy",
                      help="typo tolerance: fuzzy and prefix terms, a corrected query for the vector leg "
                           "(default: the collection's setting)")] = None,
+    context: Annotated[int, typer.Option(help="neighbouring chunks to show before and after each hit (0-5)")] = 0,
+    metadata: Annotated[Optional[list[str]], typer.Option("--metadata", "-m", help="a metadata field each hit shows; "
+                        "repeat (default: the collection's return_metadata)")] = None,
 ):
     """Search one or more collections through the gateway."""
     from hybridsearch.client import HybridSearchError, search_request
@@ -80,7 +113,8 @@ def query(
     options = {"collections": collections} if len(collections) > 1 else {"collection": collections[0]}
     try:
         request = search_request(text, top_k=n, mode=mode, effort=effort, rerank=rerank, min_score=min_score,
-                                 offset=offset, explain=explain, filters=parse_filters(filter_ or []), **options)
+                                 offset=offset, explain=explain, filters=parse_filters(filter_ or []),
+                                 context=context, return_metadata=metadata or [], **options)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from None
     if expand is not None:
@@ -102,7 +136,40 @@ def query(
     if as_json:
         print(json.dumps(MessageToDict(response, preserving_proto_field_name=True), indent=2))
     else:
-        print_response(text, response)
+        following = next_page_command(ctx, response.next_page_token)
+        print_response(text, response, following)
+
+
+# What a page token does not carry: the next page's command repeats every other option as given
+# (the token belongs to one query: drop `--effort fast` and it is refused as another query's).
+PAGE_OPTIONS = ("offset", "page_token")
+
+
+def next_page_command(ctx: typer.Context, token: str) -> str:
+    """The command that reads the next page: this one as parsed (its command path, the query, every option
+    that differs from its default, in the command's order), its offset and page token replaced by `token`.
+    Empty without a token."""
+    if not token:
+        return ""
+    words = ctx.command_path.split()
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if param.name in PAGE_OPTIONS or value is None or value == param.default or value in ([], ()):
+            continue
+        if param.param_type_name == "argument":
+            words.append(str(value))
+            continue
+        flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
+        if param.is_flag:
+            if value:
+                words.append(flag)
+            elif param.secondary_opts:
+                words.append(param.secondary_opts[0])
+        elif param.multiple:
+            words += [w for v in value for w in (flag, str(v))]
+        else:
+            words += [flag, str(value)]
+    return shlex.join([*words, "--page-token", token])
 
 
 def highlighted(snippet: str, highlights) -> str:
@@ -117,7 +184,21 @@ def highlighted(snippet: str, highlights) -> str:
     return "".join(out)
 
 
-def print_response(text: str, response) -> None:
+def source_line(hit) -> str:
+    """Where a hit comes from: "path:12-30 (symbol)  type, modified  field=value …" (empty when nothing is known)."""
+    place = hit.path
+    if hit.HasField("citation"):
+        span = hit.citation.chunk
+        place = f"{place or hit.doc_id}:{span.start_line}-{span.end_line}"
+    symbol = hit.metadata.get("symbol")
+    extra = [f"{k}={v}" for k, v in hit.metadata.items() if k != "symbol"]
+    about = ", ".join(x for x in (hit.type, hit.modified[:10]) if x)
+    return "  ".join(x for x in (f"{place} ({symbol})" if symbol else place, about, " ".join(extra)) if x)
+
+
+def print_response(text: str, response, next_page: str = "") -> None:
+    """An answer as lines: hits numbered on from the page's offset (page 2 of ten starts at 11), their
+    legs and snippets, tags, `next_page` (the command for the next page) and the explanation."""
     from hybridsearch.client import explain_lines
     from hybridsearch.common import legs as leg_table
     from hybridsearch.v1 import common_pb2, search_pb2
@@ -125,18 +206,24 @@ def print_response(text: str, response) -> None:
     out = Console(soft_wrap=True)
     counts = f", {response.counts.line}" if response.counts.line else f", {response.total_candidates} candidates"
     out.print(f"[bold]{text}[/]  ({response.took_ms:.0f} ms{counts}{', DEGRADED' if response.degraded else ''})")
-    for i, hit in enumerate(response.hits, 1):
+    for i, hit in enumerate(response.hits, response.offset + 1):
         legs = ", ".join(f"{leg_table.name_of(l.leg)}/"
                          f"{common_pb2.QueryKind.Name(l.kind).removeprefix('QUERY_KIND_').lower()}#{l.rank}" for l in hit.legs[:4])
         where = f"{hit.collection}:" if hit.collection else ""
         out.print(f"{i:>2}. [bold]{hit.score:.3f}[/] {where}{hit.doc_id}  [cyan]{hit.title}[/]"
                   f"  (blended {hit.blended_score:.3f}, fusion {hit.fusion_score:.3f}"
                   f"{f', rerank {hit.rerank_score:.3f}' if hit.reranked else ''}; {legs})")
+        if where_from := source_line(hit):
+            out.print(f"    [green]{escape(where_from)}[/]")
         out.print(f"    {highlighted(hit.snippet, hit.highlights)}")
+        for label, chunks in (("before", reversed(hit.context_before)), ("after", hit.context_after)):
+            for chunk in chunks:
+                lines = f"lines {chunk.span.start_line}-{chunk.span.end_line}" if chunk.HasField("span") else chunk.chunk_id
+                out.print(f"    [dim]{label} ({lines}): {escape(' '.join(chunk.text.split())[:200])}[/]")
     if response.tag_counts:
         out.print("tags: " + ", ".join(f"{tag} {n}" for tag, n in response.tag_counts.items()))
     if response.next_page_token:
-        out.print(f"next page: --page-token {response.next_page_token}")
+        out.print(f"next page: {escape(next_page or '--page-token ' + response.next_page_token)}")
     if response.HasField("explain"):
         out.print("[bold]explain[/]")
         for line in explain_lines(response):

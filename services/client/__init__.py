@@ -3,8 +3,10 @@ methods on both; request builders in client.requests; typed errors in client.err
 
 from hybridsearch.client.aio import AsyncGatewayClient
 from hybridsearch.client.errors import (
+    FailedPrecondition,
     HybridSearchError,
     InvalidArgument,
+    NotFound,
     ResourceExhausted,
     Retryable,
     Unauthenticated,
@@ -14,7 +16,7 @@ from hybridsearch.client.requests import EFFORTS, MODES, Not, document, explain_
 from hybridsearch.client.sync import GatewayClient
 
 __all__ = [
-    "AsyncGatewayClient", "EFFORTS", "GatewayClient", "HybridSearchError", "InvalidArgument", "MODES", "Not",
-    "ResourceExhausted", "Retryable", "Unauthenticated", "Unavailable", "document", "explain_lines",
+    "AsyncGatewayClient", "EFFORTS", "FailedPrecondition", "GatewayClient", "HybridSearchError", "InvalidArgument",
+    "MODES", "Not", "NotFound", "ResourceExhausted", "Retryable", "Unauthenticated", "Unavailable", "document", "explain_lines",
     "search_request", "upsert_requests",
 ]

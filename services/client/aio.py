@@ -16,7 +16,14 @@ from hybridsearch.client.sync import SEARCH_TIMEOUT_S, WRITE_TIMEOUT_S
 from hybridsearch.common.access import aio_gateway_channel
 from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.server import CHANNEL_OPTIONS, RETRY_OPTIONS
-from hybridsearch.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
+from hybridsearch.v1 import (
+    collections_pb2,
+    collections_pb2_grpc,
+    ingest_pb2,
+    ingest_pb2_grpc,
+    search_pb2,
+    search_pb2_grpc,
+)
 
 
 async def _call(method, request, timeout: float | None):
@@ -35,6 +42,7 @@ class AsyncGatewayClient:
                                            settings=settings)
         self.search_stub = search_pb2_grpc.SearchServiceStub(self.channel)
         self.ingest_stub = ingest_pb2_grpc.IngestServiceStub(self.channel)
+        self.collections_stub = collections_pb2_grpc.CollectionServiceStub(self.channel)
 
     async def search(self, query: str | search_pb2.SearchRequest, *, timeout: float = SEARCH_TIMEOUT_S,
                      **options) -> search_pb2.SearchResponse:
@@ -67,6 +75,24 @@ class AsyncGatewayClient:
 
     async def stats(self, collection: str, timeout: float = SEARCH_TIMEOUT_S) -> ingest_pb2.StatsResponse:
         return await _call(self.ingest_stub.Stats, ingest_pb2.StatsRequest(collection=collection), timeout)
+
+    async def get_documents(self, collection: str, ids: list[str],
+                      timeout: float = SEARCH_TIMEOUT_S) -> collections_pb2.GetDocumentsResponse:
+        """Whole documents by id (at most 100): text, title, metadata and chunk spans; ids the collection
+        does not hold come back in `missing`. NotFound when the collection does not exist."""
+        request = collections_pb2.GetDocumentsRequest(collection=collection, ids=ids)
+        return await _call(self.collections_stub.GetDocuments, request, timeout)
+
+    async def list_collections(self, timeout: float = SEARCH_TIMEOUT_S) -> collections_pb2.ListCollectionsResponse:
+        """The collections the key may read: counts per store, language, declared options."""
+        return await _call(self.collections_stub.ListCollections, collections_pb2.ListCollectionsRequest(), timeout)
+
+    async def drop_collection(self, collection: str,
+                        timeout: float = SEARCH_TIMEOUT_S) -> collections_pb2.DropCollectionResponse:
+        """Removes a collection from both stores and its cached entries (idempotent: `existed` says whether
+        there was one). FailedPrecondition while a reconcile holds it."""
+        request = collections_pb2.DropCollectionRequest(collection=collection)
+        return await _call(self.collections_stub.DropCollection, request, timeout)
 
     async def close(self) -> None:
         await self.channel.close()

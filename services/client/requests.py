@@ -4,8 +4,12 @@ Pure functions shared by the sync and asyncio clients (and the CLI), unit-tested
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
+
+from google.protobuf.descriptor import EnumDescriptor
+from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 
 from hybridsearch.common import legs
 from hybridsearch.common.limits import KiB, UPSERT_REQUEST_BYTES
@@ -82,9 +86,33 @@ def search_request(query: str, *, collection: str | None = None, top_k: int | No
     return request
 
 
-def document(id: str, text: str = "", title: str = "", **metadata: str) -> ingest_pb2.Document:
-    """`document("a1", "text...", title="A", lang="en")`."""
-    return ingest_pb2.Document(id=id, title=title, text=text, metadata={k: str(v) for k, v in metadata.items()})
+MetadataValue = str | int | float | bool | Sequence[str]
+
+
+def _metadata_value(field: str, value: MetadataValue) -> str:
+    """A metadata value as stored (a string): a list joins with commas, as the tags and links fields read
+    it; a mapping has no place in one field and is refused by name."""
+    if isinstance(value, Mapping):
+        raise ValueError(f"metadata field {field!r} holds a mapping; metadata is flat (field -> string): "
+                         f"pass its entries as fields of their own")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Sequence | set | frozenset):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def document(id: str, text: str = "", title: str = "", metadata: Mapping[str, MetadataValue] | None = None,
+             **fields: MetadataValue) -> ingest_pb2.Document:
+    """`document("a1", "text...", title="A", lang="en")`, or the same metadata as a mapping:
+    `document("a1", "text...", title="A", metadata={"lang": "en"})` (both may be given; a field named in
+    both is refused). Values become strings; a list joins with commas (`tags=["db", "ops"]`)."""
+    both = sorted(set(metadata or {}) & set(fields))
+    if both:
+        raise ValueError(f"metadata field(s) {', '.join(both)} given both in metadata= and as keywords")
+    merged = {**(metadata or {}), **fields}
+    return ingest_pb2.Document(id=id, title=title, text=text,
+                               metadata={k: _metadata_value(k, v) for k, v in merged.items()})
 
 
 def upsert_requests(collection: str, documents: Iterable[ingest_pb2.Document], batch_size: int,
@@ -110,15 +138,30 @@ def add_counts(total: ingest_pb2.UpsertResponse, part: ingest_pb2.UpsertResponse
         setattr(total, name, getattr(total, name) + getattr(part, name))
 
 
+def enum_word(enum: EnumTypeWrapper | EnumDescriptor, value: int) -> str:
+    """An enum value as a word: FUSION_METHOD_ZSCORE -> "zscore", LEG_STATE_OK -> "ok"; a value this build
+    has no name for (a newer server's) stays a number."""
+    descriptor = enum if isinstance(enum, EnumDescriptor) else enum.DESCRIPTOR
+    named = descriptor.values_by_number.get(value)
+    if named is None:
+        return str(value)
+    prefix = re.sub(r"(?<!^)(?=[A-Z])", "_", descriptor.name).upper() + "_"
+    return named.name.removeprefix(prefix).lower()
+
+
 def _fusion_field(field, value) -> str:
     if field.message_type is not None and field.message_type.GetOptions().map_entry:  # leg name -> weight
         return f"{field.name} " + " ".join(f"{leg} {weight:g}" for leg, weight in sorted(value.items()))
+    if field.enum_type is not None:
+        return f"{field.name} {enum_word(field.enum_type, value)}"
+    if isinstance(value, float):  # float32 on the wire: 0.7 arrives as 0.699999988079071
+        return f"{field.name} {value:g}"
     return f"{field.name} {value}"
 
 
 def explain_lines(response: search_pb2.SearchResponse) -> list[str]:
     """A readable account of an explained answer: legs and their states, expansion, fusion applied, timings."""
-    lines = [f"{s.name}: {search_pb2.LegState.Name(s.state).removeprefix('LEG_STATE_').lower()}"
+    lines = [f"{s.name}: {enum_word(search_pb2.LegState, s.state)}"
              f"{' (' + s.reason + ')' if s.reason else ''}" for s in response.legs]
     if response.HasField("explain"):
         e = response.explain
@@ -131,7 +174,7 @@ def explain_lines(response: search_pb2.SearchResponse) -> list[str]:
                          f"{' + HyDE' if e.hyde else ''}")
         for rl in e.leg_lists:
             lines.append(f"list {legs.name_of(rl.leg)}/"
-                         f"{common_pb2.QueryKind.Name(rl.kind).removeprefix('QUERY_KIND_').lower()} "
+                         f"{enum_word(common_pb2.QueryKind, rl.kind)} "
                          f"weight {rl.weight:g}: {len(rl.hits)} hits")
         if e.HasField("fusion"):
             lines.append("fusion: " + ", ".join(_fusion_field(f, v) for f, v in e.fusion.ListFields()

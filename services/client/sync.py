@@ -1,4 +1,5 @@
-"""The blocking client of the gateway: search, upsert (batched or streamed), delete, stats, explain.
+"""The blocking client of the gateway: search, upsert (batched or streamed), delete, stats, explain, and
+collections as resources (get_documents, list_collections, drop_collection).
 
     from hybridsearch.client import GatewayClient
     with GatewayClient("127.0.0.1:50051") as client:
@@ -23,7 +24,14 @@ from hybridsearch.client.requests import add_counts, search_request, upsert_requ
 from hybridsearch.common.access import gateway_channel
 from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.server import CHANNEL_OPTIONS, RETRY_OPTIONS
-from hybridsearch.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
+from hybridsearch.v1 import (
+    collections_pb2,
+    collections_pb2_grpc,
+    ingest_pb2,
+    ingest_pb2_grpc,
+    search_pb2,
+    search_pb2_grpc,
+)
 
 SEARCH_TIMEOUT_S = 60.0
 WRITE_TIMEOUT_S = 900.0  # one batch: chunked, embedded and written to both stores before the answer
@@ -44,6 +52,7 @@ class GatewayClient:
         self.channel = gateway_channel(self.address, [*CHANNEL_OPTIONS, *RETRY_OPTIONS], key=api_key, settings=settings)
         self.search_stub = search_pb2_grpc.SearchServiceStub(self.channel)
         self.ingest_stub = ingest_pb2_grpc.IngestServiceStub(self.channel)
+        self.collections_stub = collections_pb2_grpc.CollectionServiceStub(self.channel)
 
     def search(self, query: str | search_pb2.SearchRequest, *, timeout: float = SEARCH_TIMEOUT_S,
                **options) -> search_pb2.SearchResponse:
@@ -79,6 +88,24 @@ class GatewayClient:
 
     def stats(self, collection: str, timeout: float = SEARCH_TIMEOUT_S) -> ingest_pb2.StatsResponse:
         return _call(self.ingest_stub.Stats, ingest_pb2.StatsRequest(collection=collection), timeout)
+
+    def get_documents(self, collection: str, ids: list[str],
+                      timeout: float = SEARCH_TIMEOUT_S) -> collections_pb2.GetDocumentsResponse:
+        """Whole documents by id (at most 100): text, title, metadata and chunk spans; ids the collection
+        does not hold come back in `missing`. NotFound when the collection does not exist."""
+        request = collections_pb2.GetDocumentsRequest(collection=collection, ids=ids)
+        return _call(self.collections_stub.GetDocuments, request, timeout)
+
+    def list_collections(self, timeout: float = SEARCH_TIMEOUT_S) -> collections_pb2.ListCollectionsResponse:
+        """The collections the key may read: counts per store, language, declared options."""
+        return _call(self.collections_stub.ListCollections, collections_pb2.ListCollectionsRequest(), timeout)
+
+    def drop_collection(self, collection: str,
+                        timeout: float = SEARCH_TIMEOUT_S) -> collections_pb2.DropCollectionResponse:
+        """Removes a collection from both stores and its cached entries (idempotent: `existed` says whether
+        there was one). FailedPrecondition while a reconcile holds it."""
+        request = collections_pb2.DropCollectionRequest(collection=collection)
+        return _call(self.collections_stub.DropCollection, request, timeout)
 
     def close(self) -> None:
         self.channel.close()

@@ -68,6 +68,8 @@ class CollectionConfig(BaseModel):
     links_field: str = "links"
     # Link expansion by default for this collection's queries (a request's `graph` overrides it).
     graph: bool = False
+    # Metadata fields each hit shows (SearchHit.metadata) when a request names none (its return_metadata).
+    return_metadata: list[str] = Field(default_factory=list)
     # Sealed at rest (common/sealing.py, docs/security.md): texts, titles and metadata values sealed with the
     # collection's key in every store, tags and metadata as keyed hashes. Needs a key (`keys create -c`).
     sealed: bool = False
@@ -76,6 +78,14 @@ class CollectionConfig(BaseModel):
     @classmethod
     def _language(cls, value: str) -> str:
         return check_collection_language(value)
+
+    @field_validator("return_metadata")
+    @classmethod
+    def _shown_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not FIELD_NAME.fullmatch(name):
+                raise ValueError(f"return_metadata {name!r} is not a metadata key ([A-Za-z0-9_-]{{1,64}})")
+        return value
 
     @field_validator("fields")
     @classmethod

@@ -21,12 +21,14 @@ MAX_FILTER_VALUES = 256          # values of one any_of
 MAX_DOCUMENTS = 1000             # documents of one Upsert (or of one UpsertStream message)
 MAX_TEXT_CHARS = 1_000_000       # Document.text
 MAX_TITLE_CHARS = 1000           # Document.title
+MAX_SECTIONS = 10_000            # a reader's sections of one document (Document.sections)
 MAX_METADATA_KEYS = 64           # metadata keys of one document
 MAX_KEY_CHARS = 64               # a metadata key, and a filter's field
 MAX_VALUE_CHARS = 1024           # a metadata value, and a filter's value (no stored value is longer)
 MAX_METADATA_BYTES = 8 * KiB     # a document's metadata, keys and values in UTF-8
 MAX_DOC_ID_CHARS = 256           # Document.id
 MAX_DELETE_IDS = 1000            # ids of one Delete
+MAX_GET_IDS = 100                # ids of one GetDocuments (whole documents come back)
 MAX_CHUNKS_PER_REQUEST = 20_000  # chunks of one internal UpsertChunks
 MAX_LEG_QUERIES = 32             # queries of one internal leg search
 MAX_LEG_LIMIT = 1000             # hits per query of one internal leg search
@@ -44,6 +46,9 @@ REQUEST_BYTES: dict[str, int] = {
     "hybridsearch.v1.IngestService/UpsertStream": UPSERT_REQUEST_BYTES,  # each message of the stream
     "hybridsearch.v1.IngestService/Delete": 1 * MiB,                     # 1000 ids of 256 characters
     "hybridsearch.v1.IngestService/Stats": 1 * KiB,
+    "hybridsearch.v1.CollectionService/GetDocuments": 64 * KiB,          # 100 ids of 256 characters
+    "hybridsearch.v1.CollectionService/ListCollections": 1 * KiB,
+    "hybridsearch.v1.CollectionService/DropCollection": 1 * KiB,
     # internal: what the gateway sends to the stores, expansion and fusion
     "hybridsearch.v1.Bm25Service/Search": 256 * KiB,                     # the query, its variants, filters
     "hybridsearch.v1.VectorService/Search": 256 * KiB,
@@ -60,6 +65,10 @@ REQUEST_BYTES: dict[str, int] = {
     "hybridsearch.v1.Bm25Service/Stats": 1 * KiB,
     "hybridsearch.v1.Bm25Service/Correct": SEARCH_REQUEST_BYTES,         # one query (the vector leg's, fuzzy)
     "hybridsearch.v1.VectorService/Stats": 1 * KiB,
+    "hybridsearch.v1.Bm25Service/ListCollections": 64 * KiB,             # names to look up (a search's, at most 8)
+    "hybridsearch.v1.VectorService/ListCollections": 64 * KiB,
+    "hybridsearch.v1.Bm25Service/DropCollection": 1 * KiB,
+    "hybridsearch.v1.VectorService/DropCollection": 1 * KiB,
     "hybridsearch.v1.ExpansionService/Expand": SEARCH_REQUEST_BYTES,
     "hybridsearch.v1.FusionService/Fuse": 16 * MiB,                      # ranked lists of ids, no texts
 }

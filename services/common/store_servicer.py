@@ -19,9 +19,9 @@ from hybridsearch.common.validation import (
     check_filters,
     check_metadata,
 )
-from hybridsearch.v1 import common_pb2
+from hybridsearch.v1 import common_pb2, stores_pb2
 
-MAX_METADATA_FIELDS = 16  # metadata keys a leg search may ask back with its hits (a collection's boosts)
+MAX_METADATA_FIELDS = 64  # metadata keys a leg search may ask back with its hits (boosts, tags, the fields hits show)
 
 LIST_PAGE = 5000  # documents per ListDocuments page (~80 bytes each)
 
@@ -69,7 +69,7 @@ T = TypeVar("T")
 
 
 class StoreServicerMixin:
-    """Needs `self.engine` with upsert/delete/stats/content_hashes (see bm25.engine.LexicalEngine)."""
+    """Needs `self.engine` with upsert/delete/stats/content_hashes/collections/drop (bm25.engine.LexicalEngine)."""
 
     async def _call_engine(self, context: grpc.aio.ServicerContext, call: Awaitable[T]) -> T:
         """A store that cannot answer (cluster down, timeout) is UNAVAILABLE: the caller may retry."""
@@ -151,3 +151,34 @@ class StoreServicerMixin:
         return common_pb2.ContentHashesResponse(
             hashes=await self._call_engine(context, self.engine.content_hashes(collection, doc_ids))
         )
+
+    async def ListCollections(self, request: stores_pb2.StoreCollectionsRequest,
+                              context: grpc.aio.ServicerContext) -> stores_pb2.StoreCollectionsResponse:
+        """The collections held (those of `names` only, when given), counted when asked."""
+        try:
+            wanted = {check_collection(name) for name in request.names}
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        held = await self._call_engine(context, self.engine.collections())
+        out = stores_pb2.StoreCollectionsResponse(engine=self.engine.name)
+        for name in held:
+            if wanted and name not in wanted:
+                continue
+            listed = out.collections.add(name=name)
+            if request.counts:
+                stats = await self._call_engine(context, self.engine.stats(name))
+                listed.documents, listed.chunks = stats.documents, stats.chunks
+        return out
+
+    async def DropCollection(self, request: stores_pb2.DropStoreCollectionRequest,
+                             context: grpc.aio.ServicerContext) -> stores_pb2.DropStoreCollectionResponse:
+        """The collection removed with what it held; dropped = False when it was not there."""
+        try:
+            collection = check_collection(request.collection)
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        if collection not in await self._call_engine(context, self.engine.collections()):
+            return stores_pb2.DropStoreCollectionResponse(dropped=False)
+        stats = await self._call_engine(context, self.engine.stats(collection))
+        dropped = await self._call_engine(context, self.engine.drop(collection))
+        return stores_pb2.DropStoreCollectionResponse(dropped=dropped, documents=stats.documents, chunks=stats.chunks)

@@ -96,7 +96,25 @@ def chunk_from_payload(p: dict) -> common_pb2.Chunk:
         chunk_id=p["chunk_id"], doc_id=p["doc_id"], position=int(p["position"]), **content_of(p),
         metadata=p.get("metadata", p.get("meta")) or {},
         content_hash=p.get("content_hash", ""), written_at_ms=int(p.get("written_at_ms", 0) or 0),
+        span=span_of(p),
     )
+
+
+# A chunk's SourceSpan in a store's payload: [start_char, end_char, start_line, end_line] under "span";
+# absent for chunks written before spans were kept (and the bm25s engine, whose table has no column for it).
+SPAN = "span"
+
+
+def span_payload(span: common_pb2.SourceSpan) -> list[int]:
+    return [span.start_char, span.end_char, span.start_line, span.end_line] if span.end_line else []
+
+
+def span_of(p: dict) -> common_pb2.SourceSpan | None:
+    values = p.get(SPAN)
+    if not values:
+        return None
+    start_char, end_char, start_line, end_line = values
+    return common_pb2.SourceSpan(start_char=start_char, end_char=end_char, start_line=start_line, end_line=end_line)
 
 
 def picked_metadata(meta: dict, fields) -> dict[str, str]:

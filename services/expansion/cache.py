@@ -1,8 +1,11 @@
 """Expansion cache in Redis, keyed by query + collection + generator/model + prompt version.
 
-A sealed collection's entries (common/sealing.py) are keyed by an HMAC with its key instead of sha256, and
-their values sealed with it (AES-GCM, the entry's key as associated data): its variants carry the query's
-words and its documents' feedback terms."""
+A key names its collection in clear (`hybridsearch:expansion:<collection>:<digest>`), so dropping a collection
+finds its entries (collection_pattern; gateway/drop.py). Collection names hold no glob character.
+
+A sealed collection's entries (common/sealing.py) keep that layout, their digest an HMAC with the collection's
+key instead of sha256 (no query can be confirmed from a key), and their values sealed with it (AES-GCM, the
+entry's key as associated data): its variants carry the query's words and its documents' feedback terms."""
 
 from __future__ import annotations
 
@@ -21,6 +24,13 @@ from hybridsearch.v1 import common_pb2
 
 log = logging.getLogger(__name__)
 
+KEY_PREFIX = "hybridsearch:expansion:"
+
+
+def collection_pattern(collection: str) -> str:
+    """The Redis glob (SCAN MATCH) of every expansion kept for `collection`."""
+    return f"{KEY_PREFIX}{collection}:*"
+
 
 class ExpansionCache:
     def __init__(self, url: str, ttl_s: int) -> None:
@@ -33,10 +43,13 @@ class ExpansionCache:
         metrics.initialise(metrics.CACHE_LOOKUPS, "result", metrics.CACHE_RESULTS)
 
     @staticmethod
-    def key(*parts: str, seal: CollectionSeal | None = None) -> str:
-        """The entry's key; a sealed collection's is keyed with its key (HMAC: no query can be confirmed)."""
-        digest = seal.digest("expansion", *parts) if seal else hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:40]
-        return f"hybridsearch:expansion:{digest}"
+    def key(collection: str, *parts: str, seal: CollectionSeal | None = None) -> str:
+        """The entry's key under its collection; a sealed collection's digest keyed with its key (HMAC)."""
+        if seal is not None:
+            digest = seal.digest("expansion", collection, *parts)
+        else:
+            digest = hashlib.sha256("\x1f".join((collection, *parts)).encode("utf-8")).hexdigest()[:40]
+        return f"{KEY_PREFIX}{collection}:{digest}"
 
     def _down(self, err: Exception) -> None:
         self.available = False

@@ -2,9 +2,9 @@
 
 Terms are weighted by sum over feedback documents of P(term|doc) x normalised document score;
 query terms and stopwords are excluded: the stopwords of the query's language (the analyzer's
-language: English keeps its ASCII words and its lists, any other language takes words of any alphabet
-and its own stopword list, so German feedback never proposes "und" or "über"). The lexical variant is the query plus the best terms (as
-their most frequent surface form, so the BM25 analyzer stems them again to the same stem); the
+language: English takes words of letters (any script) and its lists, any other language words of any
+alphabet (digits within allowed) and its own stopword list, so German feedback never proposes "und" or
+"über"). The lexical variant is the query plus the best terms (as their most frequent surface form, so the BM25 analyzer stems them again to the same stem); the
 semantic variant is the query stripped of question framing plus the three best terms.
 """
 
@@ -15,7 +15,9 @@ from collections import Counter, defaultdict
 
 from hybridsearch.bm25.analyzer import LUCENE_ENGLISH_STOPWORDS, Analyzer
 
-WORD = re.compile(r"[A-Za-z][A-Za-z-]{2,}")
+# A word: letters of any script and hyphens, 3+ characters ([^\W\d_] is a Unicode letter), so an
+# English text's "über" or "naïve" is one word, never the fragment "ber".
+WORD = re.compile(r"[^\W\d_](?:[^\W\d_]|-){2,}")
 QUESTION_FRAME = re.compile(
     r"^\s*(what|which|who|whom|whose|when|where|why|how)\b(\s+(is|are|was|were|do|does|did|can|could|should|to|much|many))*\s+",
     re.IGNORECASE,

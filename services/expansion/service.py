@@ -93,7 +93,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
                                                 cache_available=self.cache.available)
         generator = self._generator(request.effort)
         key = self.cache.key(
-            request.query, collection, generator, self.cfg.prompt_version, PROMPT_VERSION,
+            collection, request.query, generator, self.cfg.prompt_version, PROMPT_VERSION,
             f"prf={self.cfg.prf_docs}/{self.cfg.prf_terms}", filters_key(filters),
             f"lang={language.language}/{documents_language}",
             *(["fuzzy"] if request.fuzzy else []),  # appended: keys without typo tolerance stay as they were

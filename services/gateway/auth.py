@@ -13,15 +13,17 @@ rights on every collection the request touches before the servicer sees it.
 
 Which collections a request touches is scope.collections_of's answer, from one table (scope.SCOPE):
 `collection` (empty: `default`, unless `collections` is set), every name in `collections`, and the
-collections a `page_token`'s first page searched. Every message of a stream is checked. No RPC lists
-collections, so once each touched collection is authorized there is no output to filter. Keys never
-reach a log: refusals are logged with the key's id only (docs/security.md).
+collections a `page_token`'s first page searched. Every message of a stream is checked. The one RPC
+that lists collections (CollectionService.ListCollections) names none: the check passes it, and its
+servicer lists only the collections the caller's key may read (`readable`: the key the check admitted,
+kept in CALLER for the call). Keys never reach a log: refusals are logged with the key's id only (docs/security.md).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextvars import ContextVar
 
 import grpc
 
@@ -42,10 +44,25 @@ METHOD_OPERATIONS: dict[str, Operation] = {
     "/hybridsearch.v1.IngestService/Upsert": "write",
     "/hybridsearch.v1.IngestService/UpsertStream": "write",
     "/hybridsearch.v1.IngestService/Delete": "write",
+    "/hybridsearch.v1.CollectionService/GetDocuments": "read",
+    "/hybridsearch.v1.CollectionService/ListCollections": "read",  # lists only what the key may read
+    "/hybridsearch.v1.CollectionService/DropCollection": "write",
 }
 CODES = {"unauthenticated": grpc.StatusCode.UNAUTHENTICATED, "permission_denied": grpc.StatusCode.PERMISSION_DENIED}
 
 Check = Callable[[object, grpc.aio.ServicerContext], Awaitable[None]]
+
+# The key the access check admitted, for the rest of the call (unset: no check ran).
+CALLER: ContextVar[KeyEntry | None] = ContextVar("hybridsearch_caller", default=None)
+
+
+def readable(names: Iterable[str], auth_on: bool) -> list[str]:
+    """The names the calling key may read: all of them with auth off, none when auth is on and no key was
+    admitted for this call (fail closed)."""
+    if not auth_on:
+        return list(names)
+    entry = CALLER.get()
+    return [n for n in names if entry is not None and entry.may("read", n)]
 
 
 def _checked(handler: grpc.RpcMethodHandler, check: Check) -> grpc.RpcMethodHandler:
@@ -146,6 +163,7 @@ def refusal(entry: KeyEntry, operation: Operation, request: object) -> Denial | 
 
 def _collection_check(entry: KeyEntry, operation: Operation, short: str) -> Check:
     async def check(request, context: grpc.aio.ServicerContext) -> None:
+        CALLER.set(entry)  # awaited by the handler's own task: the servicer's code reads it
         refused = refusal(entry, operation, request)
         if refused is not None:
             code, message = refused

@@ -56,6 +56,7 @@ CENTRE = 0.40      # the sigmoid's midpoint in modulated evidence (Gnosis)
 STEEPNESS = 10.0   # the sigmoid's slope: over m in [0, 1] it spans 98% of its range before rescaling
 NO_EVIDENCE = 0.0  # a hit that no list found
 ORIGINAL = common_pb2.QUERY_KIND_ORIGINAL
+VECTOR = common_pb2.LEG_VECTOR
 
 ListKey = tuple[int, int]  # (leg, query kind) of a ranked list or of a hit's evidence
 
@@ -70,6 +71,7 @@ class Scale:
     bonus: float                     # RRF's top-rank bonus (0 under other methods)
     window: int                      # the bonus's top ranks
     cosine_bound: float | None       # the original vector list's lowest cosine; None: no such list ran
+    bonus_legs: frozenset[int]       # the legs whose original lists earn the bonus together
 
 
 def list_weight(ranked: common_pb2.RankedList, params: FusionParams) -> float:
@@ -90,37 +92,51 @@ def scale_of(lists: Iterable[common_pb2.RankedList], params: FusionParams) -> Sc
     if bonus and legs.bonus_values() <= ran:
         maximum += bonus
     cosines = [h.score for rl in lists if (rl.leg, rl.kind) == (common_pb2.LEG_VECTOR, ORIGINAL) for h in rl.hits]
-    return Scale(weights, params.rrf_k, maximum, bonus, params.top_rank_window, min(cosines, default=None))
+    return Scale(weights, params.rrf_k, maximum, bonus, params.top_rank_window, min(cosines, default=None),
+                 frozenset(legs.bonus_values()))
+
+
+def _share_and_cosine(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale, boost: float) -> tuple[float, float | None]:
+    """evidence_share and hit_cosine in one pass over the evidence (every hit of every answer comes here)."""
+    weights, k, window = scale.weights, scale.k, scale.window
+    total, top, own = 0.0, set(), None
+    for e in evidence:
+        leg, kind, rank = e.leg, e.kind, e.rank
+        total += weights.get((leg, kind), 0.0) / (k + rank)
+        if kind == ORIGINAL:
+            if rank <= window:
+                top.add(leg)
+            if leg == VECTOR and (own is None or e.score > own):
+                own = e.score
+    if scale.bonus and scale.bonus_legs <= top:
+        total += scale.bonus
+    share = min(1.0, boost * total / scale.maximum) if scale.maximum > 0 else 0.0
+    cosine = own if own is not None else scale.cosine_bound
+    return share, None if cosine is None else min(1.0, max(0.0, cosine))
 
 
 def evidence_share(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale, boost: float = 1.0) -> float:
     """x in [0, 1]: the hit's rank evidence over the scale's maximum, times its fusion-stage boosts."""
-    if scale.maximum <= 0:
-        return 0.0
-    total = sum(scale.weights.get((e.leg, e.kind), 0.0) / (scale.k + e.rank) for e in evidence)
-    top = {e.leg for e in evidence if e.kind == ORIGINAL and e.rank <= scale.window}
-    if scale.bonus and legs.bonus_values() <= top:
-        total += scale.bonus
-    return min(1.0, boost * total / scale.maximum)
+    return _share_and_cosine(evidence, scale, boost)[0]
 
 
 def hit_cosine(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale) -> float | None:
     """The hit's cosine to the query in [0, 1]: the original vector list's score, else that list's lowest
     (a hit it did not return is no closer), None when no original vector list ran."""
-    own = [e.score for e in evidence if (e.leg, e.kind) == (common_pb2.LEG_VECTOR, ORIGINAL)]
-    cosine = max(own) if own else scale.cosine_bound
-    return None if cosine is None else min(1.0, max(0.0, cosine))
+    return _share_and_cosine(evidence, scale, 1.0)[1]
 
 
 def _sigmoid(m: float) -> float:
     return 1.0 / (1.0 + math.exp(-STEEPNESS * (m - CENTRE)))
 
 
+_LOW, _HIGH = _sigmoid(0.0), _sigmoid(1.0)
+
+
 def belief(share: float, cosine: float | None) -> float:
     """b in [0, 1]: the sigmoid of the cosine-modulated evidence, rescaled so m = 0 and m = 1 are its ends."""
     m = share if cosine is None else share * cosine
-    low, high = _sigmoid(0.0), _sigmoid(1.0)
-    return (_sigmoid(m) - low) / (high - low)
+    return (_sigmoid(m) - _LOW) / (_HIGH - _LOW)
 
 
 def synthetic(b: float) -> float:
@@ -139,7 +155,7 @@ def own_score(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale, probabil
     hit the reranker did not read in a reranked answer), else synthetic."""
     if not evidence:
         return NO_EVIDENCE if probability is None else reranked_score(0.0, probability, fusion_weight)
-    b = belief(evidence_share(evidence, scale, boost), hit_cosine(evidence, scale))
+    b = belief(*_share_and_cosine(evidence, scale, boost))
     return synthetic(b) if probability is None else reranked_score(b, probability, fusion_weight)
 
 

@@ -11,18 +11,20 @@ committed: in the message and in trailing metadata (`STREAM_PROGRESS_KEYS`).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import time
 from collections.abc import AsyncIterator
 
 import grpc
 
 from hybridsearch.common import metrics
-from hybridsearch.common.chunking import chunk_text, content_hash
+from hybridsearch.common.chunking import chunk_lines, chunk_text, content_hash
 from hybridsearch.common.config import Settings
 from hybridsearch.common.sealing import CollectionSeal, Sealer
 from hybridsearch.common.telemetry import tracer
 from hybridsearch.common.limits import (
     MAX_DOCUMENTS,
+    MAX_SECTIONS,
     MAX_TEXT_CHARS,
     MAX_TITLE_CHARS,
     STORE_UPSERT_BYTES,
@@ -47,17 +49,54 @@ INGEST_MAX_WAIT_S = 30.0
 
 def document_chunks(doc: ingest_pb2.Document, words: int, overlap: int, tag: str = "",
                     written_at_ms: int = 0) -> list[common_pb2.Chunk]:
-    """The document's chunks of `words` words; `tag` keeps a store's own chunk ids apart from the shared ones;
-    `written_at_ms` stamps the write (reconcile keeps the newer of two diverged versions)."""
+    """The document's chunks of `words` words (its sections' when a reader gave some); `tag` keeps a store's
+    own chunk ids apart from the shared ones; `written_at_ms` stamps the write (reconcile keeps the newer of two
+    diverged versions). Each chunk knows its span in the source file."""
     metadata = dict(doc.metadata)
-    digest = content_hash(doc.title, doc.text, metadata)
+    digest = content_hash(doc.title, doc.text, metadata, *layout(doc))
+    lines = SourceLines(doc.text, doc.source_line_offset, doc.source_char_offset)
     return [
         common_pb2.Chunk(
-            chunk_id=f"{doc.id}#{tag}{piece.position}", doc_id=doc.id, position=piece.position, title=doc.title,
-            heading=piece.heading, text=piece.text, metadata=metadata, content_hash=digest, written_at_ms=written_at_ms,
+            chunk_id=f"{doc.id}#{tag}{position}", doc_id=doc.id, position=position, title=doc.title,
+            heading=heading, text=text, metadata={**metadata, **extra}, content_hash=digest,
+            written_at_ms=written_at_ms, span=lines.span(start, end),
         )
-        for piece in chunk_text(doc.text, words, overlap)
+        for position, (heading, text, start, end, extra) in enumerate(_pieces(doc, words, overlap))
     ]
+
+
+def layout(doc: ingest_pb2.Document) -> list[str]:
+    """What a reader said of the text's layout (sections, source offsets), for the content hash: nothing for a
+    document without, so that the hashes of documents written before readers gave layouts stay the same."""
+    offsets = [f"+{doc.source_line_offset}:{doc.source_char_offset}"] if doc.source_line_offset or doc.source_char_offset else []
+    return [s.SerializeToString(deterministic=True).hex() for s in doc.sections] + offsets
+
+
+def _pieces(doc: ingest_pb2.Document, words: int, overlap: int):
+    """(heading, text, start, end, section metadata) of each chunk, in order."""
+    if not doc.sections:
+        for piece in chunk_text(doc.text, words, overlap):
+            yield piece.heading, piece.text, piece.start, piece.end, {}
+        return
+    for section in doc.sections:
+        for span in chunk_lines(doc.text, section.start, section.end, words):
+            yield section.heading, span.text, span.start, span.end, dict(section.metadata)
+
+
+class SourceLines:
+    """Lines and characters of a document's text counted from the top of its source file."""
+
+    def __init__(self, text: str, line_offset: int = 0, char_offset: int = 0) -> None:
+        self.breaks = [i for i, c in enumerate(text) if c == "\n"]
+        self.line_offset, self.char_offset = line_offset, char_offset
+
+    def line(self, index: int) -> int:
+        """The 1-based source line of the text's character at `index`."""
+        return bisect.bisect_left(self.breaks, index) + 1 + self.line_offset
+
+    def span(self, start: int, end: int) -> common_pb2.SourceSpan:
+        return common_pb2.SourceSpan(start_char=start + self.char_offset, end_char=end + self.char_offset,
+                                     start_line=self.line(start), end_line=self.line(max(start, end - 1)))
 
 
 def store_requests(collection: str, documents: list[ingest_pb2.Document], settings: Settings,
@@ -99,8 +138,27 @@ def validate_documents(documents) -> list[ingest_pb2.Document]:
         if len(doc.title) > MAX_TITLE_CHARS:
             raise InvalidArgument(f"{where} title is {len(doc.title)} characters; the limit is {MAX_TITLE_CHARS}")
         check_metadata(doc.metadata, where)
+        check_sections(doc, where)
         latest[doc.id] = doc  # a document repeated in one request: the last copy wins
     return list(latest.values())
+
+
+def check_sections(doc: ingest_pb2.Document, where: str) -> None:
+    """A reader's sections: inside the text, in order, not overlapping; their metadata as a document's."""
+    if doc.source_line_offset < 0 or doc.source_char_offset < 0:
+        raise InvalidArgument(f"{where} source offsets must not be negative")
+    if len(doc.sections) > MAX_SECTIONS:
+        raise InvalidArgument(f"{where} has {len(doc.sections)} sections; the limit is {MAX_SECTIONS}")
+    previous = 0
+    for i, section in enumerate(doc.sections):
+        if not previous <= section.start <= section.end <= len(doc.text):
+            raise InvalidArgument(f"{where} sections[{i}] [{section.start}, {section.end}) is not inside the "
+                                  f"text ({len(doc.text)} characters) after the section before it (ends at {previous})")
+        if len(section.heading) > MAX_TITLE_CHARS:
+            raise InvalidArgument(f"{where} sections[{i}] heading is {len(section.heading)} characters; "
+                                  f"the limit is {MAX_TITLE_CHARS}")
+        check_metadata({**doc.metadata, **section.metadata}, f"{where} sections[{i}]")
+        previous = section.end
 
 
 def store_failure(results: list, what: str = "write") -> Refusal | None:

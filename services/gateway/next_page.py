@@ -10,7 +10,7 @@ from hybridsearch.gateway.deadline import Deadline
 from hybridsearch.gateway.paging import Pager
 from hybridsearch.gateway.previews import counts_line, show, tag_distribution
 from hybridsearch.gateway.request import SearchPlan
-from hybridsearch.gateway.respond import search_hit
+from hybridsearch.gateway.respond import attach_context, search_hit
 from hybridsearch.gateway.texts import StoredTexts
 from hybridsearch.v1 import search_pb2
 
@@ -29,11 +29,15 @@ async def next_page(request: search_pb2.SearchRequest, plan: SearchPlan, pager: 
         chunk = chunks.get(place)
         if chunk and not hit.title:  # a hit kept from below the legs' text depth
             hit.title = chunk.title
-        show(hit, plan.query, chunk.text if chunk else "", analyzer, rank, plan.effort)
+        show(hit, plan.query, chunk.text if chunk else "", analyzer, rank, plan.effort, chunk,
+             plan.plan_of(hit.collection).return_metadata)
         tags.append(chunk.metadata.get(plan.config_of(hit.collection).tags_field, "") if chunk else "")
+    if plan.context:
+        attach_context(hits, chunks, plan.context)
     response = search_pb2.SearchResponse()
     response.CopyFrom(order.head)
     response.hits.extend(hits)
+    response.offset = token.offset
     reranked = sum(order.reranked)
     response.counts.CopyFrom(search_pb2.ResultCounts(
         reranked=reranked, candidates=order.head.total_candidates, returned=len(hits),

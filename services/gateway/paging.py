@@ -49,6 +49,18 @@ MAX_TOKEN_CHARS = 1024
 KEY_PREFIX = "hybridsearch:order:"  # a KeptOrder (paging.proto); "page:" held the SearchHit-built StoredOrder
 
 
+def order_key(collections: tuple[str, ...], order_id: str) -> str:
+    """A stored order's Redis key: the collections its first page searched in clear, between commas
+    (`hybridsearch:order:,notes,wiki,:<id>`), so dropping one finds its orders (collection_pattern)."""
+    return f"{KEY_PREFIX},{','.join(collections)},:{order_id}"
+
+
+def collection_pattern(collection: str) -> str:
+    """The Redis glob (SCAN MATCH) of every stored order whose search read `collection` (names hold no
+    ',' and no glob character)."""
+    return f"{KEY_PREFIX}*,{collection},*"
+
+
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
@@ -159,11 +171,11 @@ class PageStore:
     def __init__(self, client, ttl_s: float) -> None:
         self.client, self.ttl_s = client, ttl_s
 
-    async def save(self, order_id: str, order: paging_pb2.KeptOrder) -> None:
-        await self.client.set(KEY_PREFIX + order_id, order.SerializeToString(), ex=max(1, round(self.ttl_s)))
+    async def save(self, key: str, order: paging_pb2.KeptOrder) -> None:
+        await self.client.set(key, order.SerializeToString(), ex=max(1, round(self.ttl_s)))
 
-    async def load(self, order_id: str) -> paging_pb2.KeptOrder:
-        raw = await self.client.get(KEY_PREFIX + order_id)
+    async def load(self, key: str) -> paging_pb2.KeptOrder:
+        raw = await self.client.get(key)
         if raw is None:
             raise InvalidArgument("page_token expired (its stored order is gone); run the search again")
         return paging_pb2.KeptOrder.FromString(raw)
@@ -205,11 +217,12 @@ class Pager:
             first.next_page_token = self.tokens.issue(order_id, next_offset, request_digest(request))
         else:
             first.notices.append("no next_page_token: the page store (Redis) is not reachable")
-        task = asyncio.ensure_future(self._save(order_id, head, order, min(candidates, self.max_hits), sent))
+        key = order_key(searched_collections(request), order_id)
+        task = asyncio.ensure_future(self._save(key, head, order, min(candidates, self.max_hits), sent))
         self._pending[order_id] = task
         task.add_done_callback(lambda _t: self._pending.pop(order_id, None))
 
-    async def _save(self, order_id: str, head: search_pb2.SearchResponse,
+    async def _save(self, key: str, head: search_pb2.SearchResponse,
                     order: Callable[[int], paging_pb2.KeptOrder], n: int,
                     sent: asyncio.Future | None = None) -> None:
         if sent is not None:
@@ -217,7 +230,7 @@ class Pager:
         kept = order(n)
         kept.head.CopyFrom(head)
         try:
-            await self.store.save(order_id, kept)
+            await self.store.save(key, kept)
             if not self.reachable:
                 log.info("the page store (Redis) is reachable again: page tokens on")
             self.reachable = True
@@ -233,7 +246,7 @@ class Pager:
         if pending is not None:
             await asyncio.shield(pending)
         try:
-            return token, await self.store.load(token.order_id)
+            return token, await self.store.load(order_key(token.collections, token.order_id))
         except (RedisError, OSError) as err:
             raise Refusal(f"the page store (Redis) is not reachable ({type(err).__name__}); retry later") from err
 

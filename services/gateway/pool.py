@@ -29,7 +29,11 @@ class Pool:
             for h in rl.hits:  # the first that came with its text (gateway.texts: lists trim theirs)
                 known = self._hits.get(h.chunk_id)
                 if known is None or (h.text and not known.text):
+                    if known is not None and not h.HasField("span") and known.HasField("span"):
+                        h.span.CopyFrom(known.span)  # an engine that keeps no spans (bm25s) beside one that does
                     self._hits[h.chunk_id] = h
+                elif h.HasField("span") and not known.HasField("span"):
+                    known.span.CopyFrom(h.span)
 
     def hit(self, chunk_id: str) -> common_pb2.LegHit:
         """The leg hit (title, text, metadata) of a chunk; an empty one for a chunk no list brought."""
@@ -39,17 +43,33 @@ class Pool:
         """A text read from the store for a chunk whose lists carried none."""
         hit = self._hits.setdefault(chunk_id, common_pb2.LegHit(chunk_id=chunk_id))
         hit.title, hit.text = chunk.title, chunk.text
+        if chunk.HasField("span"):
+            hit.span.CopyFrom(chunk.span)
+        for key, value in chunk.metadata.items():  # what the page shows of it (its metadata, its path)
+            hit.metadata.setdefault(key, value)
 
     def open(self, chunk_id: str, content: common_pb2.Chunk) -> None:
         """A sealed hit opened for the answer (gateway.sealed): its clear title and text in place of the sealed
-        record; its metadata stays hashed (boosts match hashes), the clear one kept for the answer's tags."""
-        self.fill(chunk_id, content)
-        self._hits[chunk_id].ClearField("sealed")
+        record (and the stored chunk's span, when read from the store); its metadata stays hashed (boosts match
+        hashes), the clear one kept apart for what the page shows (`shown`)."""
+        hit = self._hits.setdefault(chunk_id, common_pb2.LegHit(chunk_id=chunk_id))
+        hit.title, hit.text = content.title, content.text
+        hit.ClearField("sealed")
+        if content.HasField("span"):
+            hit.span.CopyFrom(content.span)
         self._opened[chunk_id] = dict(content.metadata)
 
-    def shown_metadata(self, chunk_id: str) -> dict[str, str]:
-        """A hit's metadata as the caller may see it: opened when it was sealed."""
-        return self._opened.get(chunk_id) or dict(self.hit(chunk_id).metadata)
+    def shown(self, chunk_id: str, sealed: bool = False) -> common_pb2.LegHit:
+        """A hit as the page shows it (its text, metadata, path, tags): a sealed collection's with its opened
+        metadata, none when it could not be opened (a keyed hash is nothing to show)."""
+        hit = self.hit(chunk_id)
+        if not sealed and chunk_id not in self._opened:
+            return hit
+        out = common_pb2.LegHit()
+        out.CopyFrom(hit)
+        out.metadata.clear()
+        out.metadata.update(self._opened.get(chunk_id, {}))
+        return out
 
     def lists_of(self, collection: str) -> list[common_pb2.RankedList]:
         """The lists a collection's hits were fused from (the calibration's scale)."""
@@ -77,9 +97,9 @@ class MergedPool:
         collection, chunk_id = split_key(chunk_key, self.primary)
         self.parts[collection].open(chunk_id, content)
 
-    def shown_metadata(self, chunk_key: str) -> dict[str, str]:
+    def shown(self, chunk_key: str, sealed: bool = False) -> common_pb2.LegHit:
         collection, chunk_id = split_key(chunk_key, self.primary)
-        return self.parts[collection].shown_metadata(chunk_id)
+        return self.parts[collection].shown(chunk_id, sealed)
 
     def lists_of(self, collection: str) -> list[common_pb2.RankedList]:
         return self.parts[collection].lists

@@ -17,6 +17,8 @@ from functools import lru_cache
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.v1 import common_pb2, search_pb2
 
+WORD = re.compile(r"\S+")
+
 SNIPPET_CHARS = 300
 UMLAUT = {"a": "[aä]", "o": "[oö]", "u": "[uü]"}
 MARK = ("<mark>", "</mark>")
@@ -31,6 +33,7 @@ class Preview:
     snippet: str
     highlights: list[tuple[int, int]] = field(default_factory=list)  # into snippet
     complete: bool = False  # the snippet is the whole text (nothing cut)
+    window: tuple[int, int] = (0, 0)  # what the snippet shows of the text, whitespace normalised: [start, end)
 
     @property
     def marked(self) -> str:
@@ -91,7 +94,7 @@ def preview(query: str, text: str, analyzer: EnglishAnalyzer, width: int = SNIPP
     terms = query_terms(query, analyzer)
     spans = term_spans(text, terms, analyzer)
     if len(text) <= width:
-        return Preview(text, spans, complete=True)
+        return Preview(text, spans, complete=True, window=(0, len(text)))
     start = _best_window(spans, len(text), width) if spans else 0
     if start:
         start = text.rfind(" ", 0, start) + 1
@@ -103,13 +106,36 @@ def preview(query: str, text: str, analyzer: EnglishAnalyzer, width: int = SNIPP
     prefix = "…" if start else ""
     shift = len(prefix) - start
     inside = [(s + shift, e + shift) for s, e in spans if s >= start and e <= start + len(body)]
-    return Preview(prefix + body + "…", inside, complete=False)
+    return Preview(prefix + body + "…", inside, complete=False, window=(start, start + len(body)))
+
+
+def source_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """[start, end) of `text` whitespace-normalised (words joined by one space) as offsets into `text` itself."""
+    out_start = out_end = None
+    at = 0  # where the word starts in the normalised text
+    for m in WORD.finditer(text):
+        length = m.end() - m.start()
+        if out_start is None and at + length > start:
+            out_start = m.start() + max(0, start - at)
+        if at < end:
+            out_end = m.start() + min(length, end - at)
+        else:
+            break
+        at += length + 1
+    return (out_start or 0, out_end if out_end is not None else 0)
 
 
 def include_full_text(rank: int, rerank_score: float, reranked: bool, text_chars: int, effort: int) -> bool:
     """Whether the hit at 0-based `rank` carries its full text: reranked with confidence, short, near the top."""
     top = FULL_TEXT_TOP.get(effort, FULL_TEXT_TOP[common_pb2.EFFORT_BALANCED])
     return reranked and rerank_score > FULL_TEXT_MIN_RERANK and text_chars < FULL_TEXT_MAX_CHARS and rank < top
+
+
+def describe(hit: search_pb2.SearchHit, chunk: common_pb2.LegHit | common_pb2.Chunk, fields: Iterable[str]) -> None:
+    """The hit's own document's fields (the chunk's metadata: always the hit's own collection's)."""
+    meta = chunk.metadata
+    hit.metadata.update({f: meta[f] for f in fields if f in meta})
+    hit.path, hit.type, hit.modified = meta.get("path", ""), meta.get("type", ""), meta.get("modified", "")
 
 
 def counts_line(reranked: int, candidates: int, returned: int) -> str:
@@ -122,10 +148,18 @@ def tag_distribution(tag_values: Iterable[str]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def show(hit: search_pb2.SearchHit, query: str, text: str, analyzer: EnglishAnalyzer, rank: int, effort: int) -> None:
+def show(hit: search_pb2.SearchHit, query: str, text: str, analyzer: EnglishAnalyzer, rank: int, effort: int,
+         chunk: common_pb2.LegHit | common_pb2.Chunk | None = None, fields: Iterable[str] = ()) -> None:
     """Fills a hit's preview: snippet, highlights, marked snippet, complete flag, and the full text when
-    the hit at 0-based `rank` qualifies (include_full_text)."""
+    the hit at 0-based `rank` qualifies (include_full_text); with the leg hit of its `chunk`, what it shows
+    of its document (`fields` of its metadata, path, type, modified) and its citation."""
     shown = preview(query, text, analyzer)
+    if chunk is not None:
+        describe(hit, chunk, fields)
+        if chunk.HasField("span"):
+            hit.citation.chunk.CopyFrom(chunk.span)
+            start, end = source_span(text, *shown.window)
+            hit.citation.snippet.start, hit.citation.snippet.end = start, end
     hit.snippet, hit.marked_snippet, hit.complete = shown.snippet, shown.marked, shown.complete
     hit.highlights.extend(search_pb2.Highlight(start=a, end=b) for a, b in shown.highlights)
     if include_full_text(rank, hit.rerank_score, hit.reranked, len(text), effort):

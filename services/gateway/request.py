@@ -10,7 +10,7 @@ from hybridsearch.common.effort import DEFAULT_EFFORT, effort_policy, why_not_ex
 from hybridsearch.common.language import check_language
 from hybridsearch.common.limits import MAX_QUERY_CHARS
 from hybridsearch.common.sealing import CollectionSeal
-from hybridsearch.common.validation import InvalidArgument, check_collection, check_filters
+from hybridsearch.common.validation import InvalidArgument, check_collection, check_field, check_filters
 from hybridsearch.fusion.methods import FusionParams
 from hybridsearch.fusion.params import resolve_params
 from hybridsearch.v1 import common_pb2, search_pb2
@@ -60,12 +60,16 @@ class SearchPlan:
         """Whether the vector leg adds its Rocchio feedback list (query-side expansion too)."""
         return self.expand if self.expand is not None else effort_policy(self.effort).rocchio_feedback
     graph: bool = False  # link expansion (gateway.graph): the request's `graph`, else the collection's
+    # The metadata each hit shows (SearchHit.metadata): the request's return_metadata, else the collection's.
+    return_metadata: tuple[str, ...] = ()
+    context: int = 0  # neighbouring chunks before and after each hit (SearchRequest.context)
 
     @property
     def metadata_fields(self) -> list[str]:
-        """The metadata keys the answer reads: the boosts' fields and the tags (the answer's tag distribution);
-        the legs bring back only these with their hits."""
-        return sorted({b.field for b in self.config.boosts} | {self.config.tags_field})
+        """The metadata keys the answer reads: the boosts' fields, the tags (the answer's tag distribution), the
+        fields its hits show (SHOWN_FIELDS and return_metadata); the legs bring back only these with their hits."""
+        return sorted({b.field for b in self.config.boosts} | {self.config.tags_field} | set(SHOWN_FIELDS)
+                      | set(self.return_metadata))
 
     def configs(self) -> list[tuple[str, CollectionConfig]]:
         """(collection, config) of every collection the plan searches."""
@@ -101,6 +105,19 @@ def check_search_collections(names, collection: str) -> tuple[list[str], str]:
     return (checked if len(checked) > 1 else []), primary
 
 
+# What every hit shows when its document has it (SearchHit.path, type, modified): the folder readers set them.
+SHOWN_FIELDS = ("path", "type", "modified")
+MAX_CONTEXT = 5
+MAX_RETURN_METADATA = 32  # with the boosts, tags and SHOWN_FIELDS within the legs' MAX_METADATA_FIELDS (64)
+
+
+def check_return_metadata(fields) -> None:
+    if len(fields) > MAX_RETURN_METADATA:
+        raise InvalidArgument(f"return_metadata names {len(fields)} fields; the limit is {MAX_RETURN_METADATA}")
+    for i, name in enumerate(fields):
+        check_field(name, f"return_metadata[{i}]")
+
+
 def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> SearchPlan:
     query = request.query.strip()
     if not query:
@@ -120,6 +137,9 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
         raise InvalidArgument(f"min_score must be within [0, 1], got {request.min_score}")
     if request.page_token and request.offset:
         raise InvalidArgument("page_token and offset exclude each other: a page token already names its page")
+    if not 0 <= request.context <= MAX_CONTEXT:
+        raise InvalidArgument(f"context must be 0-{MAX_CONTEXT} chunks before and after a hit, got {request.context}")
+    check_return_metadata(request.return_metadata)
     collections, primary = check_search_collections(request.collections, request.collection)
     plan = _plan(request, settings, query, top_k, primary)
     if collections:
@@ -149,5 +169,7 @@ def _plan(request: search_pb2.SearchRequest, settings: Settings, query: str, top
         fuzzy=request.fuzzy if request.HasField("fuzzy") else config.fuzzy,
         page_token=request.page_token,
         graph=request.graph if request.HasField("graph") else config.graph,
+        return_metadata=tuple(request.return_metadata or config.return_metadata),
+        context=request.context,
         prf_in_balanced=settings.expansion.prf_in_balanced,
     )

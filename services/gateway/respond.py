@@ -24,7 +24,8 @@ from hybridsearch.gateway.request import SearchPlan
 from hybridsearch.gateway.rerank import Reranked
 from hybridsearch.gateway.texts import StoredTexts
 from hybridsearch.reranker.blend import fusion_weight
-from hybridsearch.v1 import expansion_pb2, fusion_pb2, paging_pb2, search_pb2
+from hybridsearch.common.validation import Refusal
+from hybridsearch.v1 import common_pb2, expansion_pb2, fusion_pb2, paging_pb2, search_pb2
 
 EXPLAINED_ORDER = 100  # fused hits an explanation lists
 
@@ -74,42 +75,83 @@ class Responder:
         await self.texts.fill(plan, [fused[i] for i in shown], pool, deadline, report)
         page, tags = [], []
         for rank, i in enumerate(shown, start=plan.offset):
-            leg_hit = pool.hit(fused[i].chunk_id)
             page.append(hit(i))
-            show(page[-1], plan.query, leg_hit.text, self.analyzer, rank, plan.effort)
-            tags.append(pool.shown_metadata(fused[i].chunk_id).get(plan.config_of(page[-1].collection).tags_field, ""))
+            part = plan.plan_of(page[-1].collection)
+            leg_hit = pool.shown(fused[i].chunk_id, part.seal is not None)  # a sealed one's metadata opened
+            show(page[-1], plan.query, leg_hit.text, self.analyzer, rank, plan.effort, leg_hit, part.return_metadata)
+            tags.append(leg_hit.metadata.get(part.config.tags_field, ""))
         reranked_n = len(reranked.rerank)
         response = search_pb2.SearchResponse(
             hits=page, legs=list(report.legs.values()), degraded=report.degraded, mode=plan.mode, effort=plan.effort,
-            total_candidates=len(kept), notices=report.notices, tag_counts=tag_distribution(tags),
+            total_candidates=len(kept), notices=report.notices, tag_counts=tag_distribution(tags), offset=plan.offset,
             counts=search_pb2.ResultCounts(reranked=reranked_n, candidates=len(kept), returned=len(page),
                                            line=counts_line(reranked_n, len(kept), len(page))),
             took_ms=(time.perf_counter() - report.started) * 1000,
         )
         if plan.explain:
             response.explain.CopyFrom(explanation(plan, fused, reranked, pool, report))
+        if plan.context and page:
+            await self.neighbours(response, plan.context, deadline)
         return Answer(response, order, len(kept))
+
+    async def neighbours(self, response: search_pb2.SearchResponse, n: int, deadline: Deadline) -> None:
+        """Each hit's `n` neighbouring chunks before and after (SearchRequest.context), read from the stores its
+        chunk lives in; a store that cannot answer leaves them out, noted."""
+        page = list(response.hits)
+        try:
+            chunks = await self.texts.chunks([(h.collection, h.doc_id, h.chunk_id) for h in page], deadline)
+        except Refusal as err:
+            response.notices.append(f"context of {len(page)} hits not shown: {err}")
+            return
+        attach_context(page, chunks, n)
 
     def calibrated(self, plan: SearchPlan, fused: list[fusion_pb2.FusedHit], reranked: Reranked, order: list[int],
                    pool: Pool) -> dict[int, float]:
         """Each hit's calibrated score (gateway.calibration), measured on its own collection's scale with its
         collection's boosts, shown non-increasing down the final order (which stays as it is)."""
-        scales: dict[str, Scale] = {}
+        measures: dict[str, tuple[SearchPlan, Scale]] = {}  # each collection's plan and scale, made once
+        bands, tail = tuple(self.cfg.bands), self.cfg.tail_fusion_weight
         own = []
         for i in order:
-            collection = split_key(fused[i].chunk_id, plan.collection)[0]
-            part = plan.plan_of(collection)
-            if collection not in scales:
-                scales[collection] = scale_of(pool.lists_of(collection), part.fusion)
+            hit = fused[i]
+            collection = split_key(hit.chunk_id, plan.collection)[0] if plan.parts else plan.collection
+            if collection not in measures:
+                part = plan.plan_of(collection)
+                measures[collection] = part, scale_of(pool.lists_of(collection), part.fusion)
+            part, scale = measures[collection]
             boosts = part.config.boosts
-            metadata = pool.hit(fused[i].chunk_id).metadata if boosts else {}
+            metadata = pool.hit(hit.chunk_id).metadata if boosts else {}
             # A reranked answer's hit outside the pool: the reranked scale, no verification (gateway.calibration).
             probability = reranked.rerank.get(i, 0.0 if reranked.rerank else None)
-            score = own_score(fused[i].evidence, scales[collection], probability,
-                              fusion_weight(i + 1, tuple(self.cfg.bands), self.cfg.tail_fusion_weight),
-                              math.prod(factors(metadata, boosts, FUSION)))
-            own.append(capped(score, factors(metadata, boosts, RERANK)) if i in reranked.rerank else score)
+            weight = fusion_weight(i + 1, bands, tail) if probability is not None else 0.0
+            boost = math.prod(factors(metadata, boosts, FUSION)) if boosts else 1.0
+            score = own_score(hit.evidence, scale, probability, weight, boost)
+            own.append(capped(score, factors(metadata, boosts, RERANK)) if boosts and i in reranked.rerank else score)
         return dict(zip(order, non_increasing(own)))
+
+
+def passage_of(chunk_id: str) -> bool:
+    """Whether a chunk id is the vector leg's own passage ("<doc>#p<n>") rather than a shared chunk."""
+    return chunk_id.rpartition("#")[2].startswith("p")
+
+
+def attach_context(page: list[search_pb2.SearchHit], chunks: dict[tuple[str, str], common_pb2.Chunk], n: int) -> None:
+    """Each hit's `n` neighbours before (nearest first) and after, of the same kind (shared chunks or the
+    vector leg's passages), from `chunks`: every stored chunk of the page's documents by (collection, chunk id)."""
+    by_place = {(collection, c.doc_id, passage_of(c.chunk_id), c.position): c for (collection, _), c in chunks.items()}
+    for hit in page:
+        own = chunks.get((hit.collection, hit.chunk_id))
+        if own is None:
+            continue
+        place = (hit.collection, hit.doc_id, passage_of(hit.chunk_id))
+        for side, step in ((hit.context_before, -1), (hit.context_after, 1)):
+            near = (by_place.get((*place, own.position + step * k)) for k in range(1, n + 1))
+            side.extend(context_chunk(c) for c in near if c is not None)
+
+
+def context_chunk(chunk: common_pb2.Chunk) -> search_pb2.ContextChunk:
+    return search_pb2.ContextChunk(chunk_id=chunk.chunk_id, position=chunk.position, heading=chunk.heading,
+                                   text=chunk.text, span=chunk.span if chunk.HasField("span") else None)
 
 
 def search_hit(f: fusion_pb2.FusedHit, primary: str, title: str, score: float, blended: float, rerank_score: float,

@@ -52,6 +52,9 @@ SCOPE: dict[str, tuple[Field, ...]] = {
     "hybridsearch.v1.UpsertRequest": (Field("collection", Naming.NAME),),
     "hybridsearch.v1.DeleteRequest": (Field("collection", Naming.NAME),),
     "hybridsearch.v1.StatsRequest": (Field("collection", Naming.NAME),),
+    "hybridsearch.v1.GetDocumentsRequest": (Field("collection", Naming.NAME),),
+    "hybridsearch.v1.ListCollectionsRequest": (),  # names none: the servicer lists only what the key may read
+    "hybridsearch.v1.DropCollectionRequest": (Field("collection", Naming.NAME),),
 }
 
 # A field whose name matches this may name a collection: it needs a row in SCOPE (the descriptor test).

@@ -3,6 +3,8 @@ needs and returns what it made; what the search reports about itself (leg states
 its Report (gateway.report), the lists it works on and their texts its Pool (gateway.pool).
 
   plan      gateway.request     the request validated into a SearchPlan (INVALID_ARGUMENT otherwise)
+  exist     gateway.catalog     a first page's collections the stores hold: NOT_FOUND when none does, a
+                                notice for each missing one of several (the answer is from the others)
   admit     gateway.admission   a slot under the gateway's in-flight bound (RESOURCE_EXHAUSTED otherwise)
   retrieve  gateway.retrieve    every leg the plan uses || expansion, then its variants (gateway.legs.runner)
   fuse      gateway.fuse        every list fused (in the gateway if the fusion service is down), boosted
@@ -32,6 +34,7 @@ from hybridsearch.common.validation import Refusal, abort_invalid
 from hybridsearch.gateway.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.breakers import Breakers
+from hybridsearch.gateway.catalog import Catalog, narrowed
 from hybridsearch.gateway.deadline import Deadline
 from hybridsearch.gateway.expander import Expander
 from hybridsearch.gateway.fanout import fan_out
@@ -102,8 +105,9 @@ class QueryPath:
 
 
 class SearchServicer(search_pb2_grpc.SearchServiceServicer):
-    def __init__(self, settings: Settings, backends: Backends) -> None:
+    def __init__(self, settings: Settings, backends: Backends, catalog: Catalog) -> None:
         self.settings = settings
+        self.catalog = catalog
         cfg = settings.admission
         self.admission = Admission(cfg.max_in_flight, cfg.max_queue, cfg.max_wait_s)
         self.path = QueryPath(settings, backends)
@@ -118,8 +122,10 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
     async def Search(self, request: search_pb2.SearchRequest,
                      context: grpc.aio.ServicerContext) -> search_pb2.SearchResponse:
         try:
+            # A sealed collection without its key is FAILED_PRECONDITION whether or not a store holds it yet.
             plan = seal_plan(plan_search(request, self.settings), self.sealer)
-        except Refusal as err:  # InvalidArgument; SealingError: a sealed collection without its key
+            plan, notices = await self._existing(request, plan)
+        except Refusal as err:  # InvalidArgument, NOT_FOUND; SealingError: a sealed collection without its key
             await abort_invalid(context, err)
         effort = common_pb2.Effort.Name(plan.effort)
         budget = effort_policy(plan.effort).deadline_s(self.settings.search_deadline_s,
@@ -136,7 +142,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                     span.set_attribute("search.collections", [p.collection for p in plan.parts])
                     span.set_attribute("search.mode", common_pb2.RetrievalMode.Name(plan.mode))
                     span.set_attribute("search.effort", effort)
-                    response = await self._page(request, plan, deadline, report, context)
+                    response = await self._page(request, plan, deadline, report, context, notices)
                     span.set_attribute("search.degraded", response is None or response.degraded)
         except Refusal as err:  # InvalidArgument included
             await abort_invalid(context, err)
@@ -157,13 +163,25 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"no retrieval leg answered ({reasons})")
         return response
 
+    async def _existing(self, request: search_pb2.SearchRequest, plan: SearchPlan) -> tuple[SearchPlan, list[str]]:
+        """The plan without the collections no store holds, and a notice for each (a first page only: a
+        later page reads its first page's order)."""
+        if plan.page_token:
+            return plan, []
+        searched = [c for c, _ in plan.configs()]
+        if not (missing := await self.catalog.missing(searched)):
+            return plan, []
+        narrow, notices = narrowed(request, searched, missing)
+        return seal_plan(plan_search(narrow, self.settings), self.sealer), notices
+
     async def _page(self, request: search_pb2.SearchRequest, plan: SearchPlan, deadline: Deadline, report: Report,
-                    context: grpc.aio.ServicerContext) -> search_pb2.SearchResponse | None:
+                    context: grpc.aio.ServicerContext, notices: list[str]) -> search_pb2.SearchResponse | None:
         if plan.page_token:
             return await next_page(request, plan, self.pager, self.path.texts, self.path.responder.analyzer, deadline)
         answer = await self.path.answer(plan, deadline, report)
         if answer is None:
             return None
+        answer.response.notices.extend(notices)  # before the order is kept: later pages carry them too
         self.pager.keep(request, answer.response, answer.order, answer.candidates, plan.offset + plan.top_k,
                         sent=_on_done(context))
         return answer.response

@@ -1,4 +1,4 @@
-"""Gateway process: SearchService + IngestService on one port."""
+"""Gateway process: SearchService, IngestService and CollectionService on one port."""
 
 from __future__ import annotations
 
@@ -8,22 +8,39 @@ from hybridsearch.common.config import get_settings
 from hybridsearch.common.server import serve
 from hybridsearch.gateway.auth import gateway_interceptors
 from hybridsearch.gateway.backends import Backends
+from hybridsearch.gateway.catalog import Catalog
+from hybridsearch.gateway.collections import CollectionServicer
 from hybridsearch.gateway.ingest import IngestServicer
 from hybridsearch.gateway.search import SearchServicer
-from hybridsearch.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
+from hybridsearch.v1 import (
+    collections_pb2,
+    collections_pb2_grpc,
+    ingest_pb2,
+    ingest_pb2_grpc,
+    search_pb2,
+    search_pb2_grpc,
+)
 
 
 async def main() -> None:
     settings = get_settings()
     backends = Backends.connect(settings)
+    catalog = Catalog(settings, backends)  # which collections exist: searches and CollectionService share it
+    collections = CollectionServicer(settings, backends, catalog)
 
     async def register(server: grpc.aio.Server) -> list[str]:
-        search_pb2_grpc.add_SearchServiceServicer_to_server(SearchServicer(settings, backends), server)
+        search_pb2_grpc.add_SearchServiceServicer_to_server(SearchServicer(settings, backends, catalog), server)
         ingest_pb2_grpc.add_IngestServiceServicer_to_server(IngestServicer(settings, backends), server)
+        collections_pb2_grpc.add_CollectionServiceServicer_to_server(collections, server)
         return [
             search_pb2.DESCRIPTOR.services_by_name["SearchService"].full_name,
             ingest_pb2.DESCRIPTOR.services_by_name["IngestService"].full_name,
+            collections_pb2.DESCRIPTOR.services_by_name["CollectionService"].full_name,
         ]
 
-    await serve("gateway", settings.endpoints.gateway_port, register, on_stop=backends.close,
+    async def stop() -> None:
+        await collections.close()
+        await backends.close()
+
+    await serve("gateway", settings.endpoints.gateway_port, register, on_stop=stop,
                 interceptors=gateway_interceptors(settings))

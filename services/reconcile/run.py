@@ -1,19 +1,33 @@
 """Runs reconcile against the two store services (their internal gRPC APIs), one collection at a time:
 list both stores, plan (reconcile.plan), copy each repaired document's chunks from its source store to
-its target in batches, and report what was found and fixed."""
+its target in batches, and report what was found and fixed.
+
+Each collection is held while it is reconciled (common/holds.py: a lease in the deployment's Redis), so the
+gateway refuses to drop it meanwhile: a drop in the middle would be undone by the repair's copies. When
+Redis cannot be reached the run goes on unheld (a drop cannot run then either: it needs the hold) and its
+report says so."""
 
 from __future__ import annotations
 
+import logging
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
 from hybridsearch.common.config import Settings
+from hybridsearch.common.holds import Holds
+from hybridsearch.common.sealing import Sealer
 from hybridsearch.common.server import insecure_channel
 from hybridsearch.reconcile.plan import Plan, Store, plan_repairs
-from hybridsearch.common.sealing import Sealer
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, vector_pb2_grpc
 
 COPY_BATCH = 200  # documents per GetChunks / UpsertChunks
 TIMEOUT_S = 600.0
+HOLDER = "reconcile"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -24,11 +38,12 @@ class Report:
     repaired: int = 0
     dry_run: bool = False
     reingest: list[str] = field(default_factory=list)  # documents reconcile cannot rebuild: ingest them again
+    held: bool = True  # the collection was held for the run (False: Redis could not be reached)
 
     def row(self) -> dict:
         return {"collection": self.collection, "documents": self.documents, "found": self.found,
                 "repaired": self.repaired, "dry_run": self.dry_run, "reingest": self.reingest[:100],
-                "reingest_count": len(self.reingest)}
+                "reingest_count": len(self.reingest), "held": self.held}
 
 
 class Reconciler:
@@ -41,6 +56,8 @@ class Reconciler:
         # store's chunks can rebuild the other's.
         words = settings.vector.chunk_words
         self.same_chunks = not words or words == settings.chunk_words
+        self.redis = redis.Redis.from_url(settings.expansion.redis_url, socket_connect_timeout=0.5, socket_timeout=2)
+        self.holds = Holds(self.redis)
         self.sealer = Sealer(settings)
 
     async def listing(self, store: Store, collection: str) -> dict[str, common_pb2.StoredDocument]:
@@ -55,6 +72,19 @@ class Reconciler:
         return plan_repairs(bm25, vector), {"bm25": len(bm25), "vector": len(vector)}
 
     async def run(self, collection: str, dry_run: bool = False) -> Report:
+        """Reconciles one collection, holding it meanwhile; common.holds.Held when someone else holds it."""
+        async with AsyncExitStack() as stack:
+            try:
+                await stack.enter_async_context(self.holds.hold(collection, HOLDER))
+                held = True
+            except (RedisError, OSError) as err:
+                log.warning("reconcile of %s runs unheld: Redis is not reachable (%s)", collection, err)
+                held = False
+            report = await self._run(collection, dry_run)
+        report.held = held
+        return report
+
+    async def _run(self, collection: str, dry_run: bool) -> Report:
         plan, documents = await self.plan(collection)
         report = Report(collection, documents, plan.counts(), dry_run=dry_run, reingest=list(plan.unrepairable))
         repairs = plan.repairs
@@ -80,3 +110,4 @@ class Reconciler:
     async def close(self) -> None:
         for channel in self.channels:
             await channel.close()
+        await self.redis.aclose()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import time
 from pathlib import Path
 
@@ -181,6 +182,28 @@ class EdgeStore(ChunkPointStore):
 
     async def exists(self, collection: str) -> bool:
         return collection in self._shards or (self._path(collection) / CONFIG_FILE).exists()
+
+    async def collections(self) -> list[str]:
+        on_disk = {p.name for p in self.root.iterdir() if (p / CONFIG_FILE).exists()} if self.root.is_dir() else set()
+        return sorted(on_disk | set(self._shards))
+
+    async def drop(self, collection: str) -> bool:
+        """Closes the shard (its pending maintenance cancelled) and removes its directory."""
+        path = self._path(collection)
+        async with self._lock:  # no write, optimize or maintenance of it runs meanwhile
+            task = self._maintenance.pop(collection, None)
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            async with self._open_lock:
+                shard = self._shards.pop(collection, None)
+            existed = shard is not None or (path / CONFIG_FILE).exists()
+            if shard is not None:
+                await asyncio.to_thread(shard.close)
+            await asyncio.to_thread(shutil.rmtree, path, True)
+            self._backlog.pop(collection, None)
+            self._last_write.pop(collection, None)
+        return existed
 
     async def _payloads(self, collection: str, ids: list[str], fields: list[str]) -> list[dict]:
         if (shard := await self._shard(collection)) is None:

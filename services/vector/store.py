@@ -25,12 +25,15 @@ from hybridsearch.common.stores import (
     LISTED_FIELDS,
     EngineStats,
     UpsertResult,
+    SPAN,
     chunk_from_payload,
     chunks_by_document,
+    span_payload,
     stored_content,
     stored_documents,
 )
 from hybridsearch.common.links import extract_links, page_keys
+from hybridsearch.common.validation import COLLECTION_NAME
 from hybridsearch.common.tags import matched, split_tags
 from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.neighbours import KEYS, LINK_FIELDS, LINKS, WIKI, EdgeWeights, neighbour_edges
@@ -124,7 +127,7 @@ def chunk_payload(chunk: common_pb2.Chunk, chunks: int, tags_field: str = "tags"
     return {
         "chunk_id": chunk.chunk_id, "doc_id": chunk.doc_id, "position": chunk.position, "chunks": chunks,
         **stored_content(chunk), "content_hash": chunk.content_hash,
-        "meta": dict(chunk.metadata), "written_at_ms": chunk.written_at_ms,
+        "meta": dict(chunk.metadata), "written_at_ms": chunk.written_at_ms, SPAN: span_payload(chunk.span),
         TAGS: split_tags(chunk.metadata.get(tags_field, "")),
         LINKS: list(links.explicit) if links else [], WIKI: list(links.wiki) if links else [],
         KEYS: list(page_keys(chunk.doc_id, "" if sealed else chunk.title)),
@@ -146,7 +149,7 @@ def tag_ranked(payloads: list[dict], keywords: list[str], limit: int) -> list[tu
 
 
 # A stored chunk's payload fields, as reconcile copies it (the vector is embedded again from the text).
-CHUNK_FIELDS = ["chunk_id", "doc_id", "position", *CONTENT_FIELDS, "content_hash", "meta", "written_at_ms"]
+CHUNK_FIELDS = ["chunk_id", "doc_id", "position", *CONTENT_FIELDS, "content_hash", "meta", "written_at_ms", SPAN]
 SCROLL_PAGE = 2048
 TAGS = "tags"
 # The tag leg reads at most this many matching chunks before ranking them by matched tags.
@@ -190,6 +193,14 @@ class ChunkPointStore:
         raise NotImplementedError
 
     async def exists(self, collection: str) -> bool:
+        raise NotImplementedError
+
+    async def collections(self) -> list[str]:
+        """The names of the collections the store holds, sorted."""
+        raise NotImplementedError
+
+    async def drop(self, collection: str) -> bool:
+        """Removes the collection; False when the store held none."""
         raise NotImplementedError
 
     async def _payloads(self, collection: str, ids: list[str], fields: list[str]) -> list[dict]:
@@ -348,6 +359,19 @@ class QdrantStore(ChunkPointStore):
 
     async def exists(self, collection: str) -> bool:
         return collection in self._known or await self.client.collection_exists(collection)
+
+    async def collections(self) -> list[str]:
+        """The Qdrant collections named as collections of ours (a shared server may hold others)."""
+        listed = (await self.client.get_collections()).collections
+        return sorted(c.name for c in listed if COLLECTION_NAME.fullmatch(c.name))
+
+    async def drop(self, collection: str) -> bool:
+        async with self._ensure_lock:
+            self._known.discard(collection)
+            if not await self.client.collection_exists(collection):
+                return False
+            await self.client.delete_collection(collection)
+            return True
 
     async def _payloads(self, collection: str, ids: list[str], fields: list[str]) -> list[dict]:
         if not await self.exists(collection):

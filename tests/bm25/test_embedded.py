@@ -205,3 +205,22 @@ async def test_correct_rewrites_unknown_words_for_the_vector_leg(engine):
     await engine.upsert("c", FUZZY_DOCS)
     assert await engine.correct("c", "Protien foldnig, galaxy") == "protein folding, galaxy"
     assert await engine.correct("nope", "protien") == "protien"  # an unknown collection: as typed
+
+
+async def test_collections_lists_what_was_written_and_drop_removes_it(engine, make, tmp_path):
+    assert await engine.collections() == []
+    await engine.upsert("c", [chunk("a", "protein folding", n=0), chunk("a", "in cells", n=1)])
+    await engine.upsert("keep", [chunk("k", "galaxy formation")])
+    assert await engine.collections() == ["c", "keep"]
+    assert await engine.drop("c") is True
+    assert await engine.collections() == ["keep"]
+    assert not (tmp_path / "c").exists()
+    assert (await engine.search("c", ["protein"], 10, [])) == [[]]
+    assert (await engine.stats("c")).documents == 0
+    assert await engine.drop("c") is False  # idempotent
+    assert [h.doc_id for h in (await engine.search("keep", ["galaxy"], 10, []))[0]] == ["k"]
+    # A dropped name starts afresh on its next write, and another process sees the same listing.
+    await engine.upsert("c", [chunk("b", "protein again")])
+    assert [h.doc_id for h in (await engine.search("c", ["protein"], 10, []))[0]] == ["b"]
+    await engine.close()
+    assert await make(tmp_path).collections() == ["c", "keep"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hybridsearch.client import Not, document, explain_lines, search_request
+from hybridsearch.client.requests import enum_word
 from hybridsearch.v1 import common_pb2, fusion_pb2, search_pb2
 
 
@@ -46,6 +47,19 @@ def test_document_metadata_values_are_strings():
     assert (doc.id, doc.title, doc.text, dict(doc.metadata)) == ("a", "T", "text", {"year": "2024"})
 
 
+def test_document_files_a_metadata_mapping_as_its_fields():
+    """`metadata={...}` once stored one field named "metadata" holding the dict's repr."""
+    doc = document("t1", "text", metadata={"type": "decision", "tags": ["postgres", "database"]}, lang="en")
+    assert dict(doc.metadata) == {"type": "decision", "tags": "postgres,database", "lang": "en"}
+
+
+def test_document_refuses_what_it_would_misfile():
+    with pytest.raises(ValueError, match="'extra' holds a mapping; metadata is flat"):
+        document("t1", "text", extra={"a": "b"})
+    with pytest.raises(ValueError, match="lang given both in metadata= and as keywords"):
+        document("t1", "text", metadata={"lang": "en"}, lang="de")
+
+
 def test_explain_lines_read_an_answer():
     response = search_pb2.SearchResponse(
         legs=[search_pb2.LegStatus(name="bm25", state=search_pb2.LEG_STATE_OK, reason="tantivy")],
@@ -63,4 +77,21 @@ def test_explain_lines_name_the_fusion_weights_by_leg_once():
         fusion=fusion, leg_lists=[common_pb2.RankedList(leg=99, kind=common_pb2.QUERY_KIND_ORIGINAL, weight=1.0)]))
     assert explain_lines(response)[:2] == [
         "list leg_99/original weight 1: 0 hits",
-        "fusion: method 1, rrf_k 60.0, leg_weights bm25 0.5 vector 0.5, rrf_leg_weights bm25 1"]
+        "fusion: method rrf, rrf_k 60, leg_weights bm25 0.5 vector 0.5, rrf_leg_weights bm25 1"]
+
+
+def test_explain_lines_name_enums_and_round_float32():
+    """The fusion line names the method (not `method 4`) and shows a float32 as it was written (0.7, not
+    0.699999988079071); a method this build has no name for stays a number."""
+    fusion = fusion_pb2.FusionConfig(method=common_pb2.FUSION_METHOD_ZSCORE, hyde_weight=0.7, variant_weight=0.35)
+    response = search_pb2.SearchResponse(explain=search_pb2.Explanation(fusion=fusion))
+    assert explain_lines(response)[0] == "fusion: method zscore, variant_weight 0.35, hyde_weight 0.7"
+    response.explain.fusion.method = 42
+    assert explain_lines(response)[0].startswith("fusion: method 42,")
+
+
+def test_enum_word_strips_the_enums_own_prefix():
+    assert enum_word(common_pb2.FusionMethod, common_pb2.FUSION_METHOD_DBSF) == "dbsf"
+    assert enum_word(search_pb2.LegState, search_pb2.LEG_STATE_FALLBACK) == "fallback"
+    assert enum_word(common_pb2.QueryKind, common_pb2.QUERY_KIND_ORIGINAL) == "original"
+    assert enum_word(common_pb2.RetrievalMode, common_pb2.RETRIEVAL_MODE_BM25) == "bm25"

@@ -42,3 +42,29 @@ def test_content_hash_changes_with_any_indexed_field():
 
 def test_indexed_text_joins_non_empty_parts():
     assert indexed_text("Title", "", "body") == "Title body"
+
+
+def test_each_chunk_knows_its_span_in_the_source():
+    """A chunk's span covers the source it was cut from: its words, in order, and nothing before the heading."""
+    text = ("---\n\n# Intro\n\n" + "Alpha beta gamma. " * 30 + "\n\n\n## Usage\n\n   indented line one\n"
+            "line two\n\n" + " ".join(f"w{i}" for i in range(120)) + "\n")
+    chunks = chunk_text(text, max_words=50, overlap_words=10)
+    assert len(chunks) > 3
+    for c in chunks:
+        assert text[c.start:c.end].split() == c.text.split()
+        assert text[c.start] != " " and text[c.end - 1] != " "
+    usage = next(c for c in chunks if c.heading == "Intro > Usage")
+    assert text[usage.start:].startswith("indented line one")
+
+
+def test_chunk_lines_keeps_code_verbatim_and_cuts_at_line_ends():
+    from hybridsearch.common.chunking import chunk_lines
+
+    code = "def f():\n" + "".join(f"    x{i} = {i}  # step {i}\n" for i in range(40))
+    whole = chunk_lines(code, 0, len(code), max_words=1000)
+    assert [p.text for p in whole] == [code.strip()]
+    pieces = chunk_lines(code, 0, len(code), max_words=30)
+    assert len(pieces) > 3
+    assert all(code[p.start:p.end] == p.text for p in pieces)
+    assert all(p.text.endswith(tuple("0123456789")) for p in pieces)  # never cut inside a line
+    assert "".join(code[p.start:p.end] + "\n" for p in pieces).split() == code.split()

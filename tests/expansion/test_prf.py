@@ -1,5 +1,8 @@
+from hypothesis import given
+from hypothesis import strategies as st
+
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
-from hybridsearch.expansion.prf import feedback_terms, prf_variants
+from hybridsearch.expansion.prf import WORD, feedback_terms, prf_variants
 
 
 def test_feedback_terms_come_from_top_documents_not_the_query():
@@ -32,3 +35,23 @@ def test_german_feedback_reads_umlauts_and_skips_german_stopwords():
     assert not {"die", "und", "über", "unter", "dem"} & set(terms)  # German stopwords
     assert not {"häuser", "häusern"} & set(terms)  # the query's own stem (haus)
     assert "überflutet" in terms or "überflutete" in terms  # words with umlauts are words
+
+
+def test_english_feedback_keeps_words_of_any_script_whole():
+    """The English word pattern was ASCII-only: "über" became the term "ber", "naïve" the fragment "ve"."""
+    docs = [("Reviews of über-apps: a naïve über design, the über model", 9.0),
+            ("über pricing and naïve surge models", 7.0)]
+    terms = feedback_terms("ride pricing", docs, EnglishAnalyzer(), 4)
+    assert "über" in terms and "naïve" in terms
+    assert not {"ber", "ve", "na"} & set(terms)
+
+
+# Words of letters from any script (Latin with diacritics, Greek, Cyrillic, CJK, ...), 3+ characters.
+letters = st.characters(categories=("Lu", "Ll", "Lo"))
+words = st.text(letters, min_size=3, max_size=12)
+
+
+@given(st.lists(words, min_size=1, max_size=6))
+def test_the_english_word_pattern_reads_any_script_whole(sample):
+    text = " ".join(sample) + ", 42 " + "; ".join(sample)
+    assert WORD.findall(text) == sample + sample

@@ -78,12 +78,13 @@ def test_a_success_resets_the_count():
 
 def test_tried_again_after_reset_and_closed_by_a_success():
     async def run():
-        breakers, calls = Breakers(threshold=1, reset_s=0.2), []
+        # reset_s leaves room for a loaded machine between the two calls (at 0.2 s it half-opened in between)
+        breakers, calls = Breakers(threshold=1, reset_s=1.0), []
         with pytest.raises(asyncio.TimeoutError):
             await call(breakers, "rerank", asyncio.TimeoutError(), calls)
         with pytest.raises(CircuitOpen):
             await call(breakers, "rerank", None, calls)
-        await asyncio.sleep(0.25)
+        await asyncio.sleep(1.05)
         await call(breakers, "rerank", None, calls)  # half-open: this one goes through
         assert await breakers.state("rerank") == "closed"
         assert calls == ["rerank", "rerank"]

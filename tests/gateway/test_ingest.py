@@ -103,3 +103,49 @@ def test_the_client_batches_by_count_and_bytes():
     requests = list(upsert_requests("c", docs, 64, max_bytes=16 * 1024 + 3100))
     assert [len(r.documents) for r in requests] == [3, 3, 3, 1]
     assert all(r.ByteSize() <= 16 * 1024 + 3100 for r in requests)
+
+
+def test_chunks_carry_their_source_span_counted_from_the_file():
+    """Lines and characters count from the top of the file: front matter a reader took out still counts."""
+    from hybridsearch.gateway.ingest import document_chunks
+
+    text = "# Title\n\nfirst paragraph\nstill first\n\nsecond paragraph\n"
+    plain = document_chunks(ingest_pb2.Document(id="d", text=text), 4, 0)
+    assert [(c.text, c.span.start_line, c.span.end_line) for c in plain] == [
+        ("first paragraph\nstill first", 3, 4), ("second paragraph", 6, 6)]
+    assert text[plain[1].span.start_char:plain[1].span.end_char] == "second paragraph"
+    shifted = document_chunks(ingest_pb2.Document(id="d", text=text, source_line_offset=4, source_char_offset=30), 4, 0)
+    assert [(c.span.start_line, c.span.start_char) for c in shifted] == [(7, plain[0].span.start_char + 30),
+                                                                        (10, plain[1].span.start_char + 30)]
+    assert shifted[0].content_hash != plain[0].content_hash
+
+
+def test_a_reader_s_sections_become_the_chunks_with_their_own_fields():
+    from hybridsearch.gateway.ingest import document_chunks
+
+    code = "import os\n\ndef parse(x):\n    return x\n\nclass Box:\n    pass\n"
+    doc = ingest_pb2.Document(id="m.py", title="m.py", text=code, metadata={"path": "m.py"}, sections=[
+        ingest_pb2.DocumentSection(start=code.index("def"), end=code.index("class") - 1, heading="def parse",
+                                   metadata={"symbol": "parse"}),
+        ingest_pb2.DocumentSection(start=code.index("class"), end=len(code), heading="class Box",
+                                   metadata={"symbol": "Box"}),
+    ])
+    chunks = document_chunks(doc, 400, 40)
+    assert [(c.heading, c.text, c.metadata["symbol"], c.metadata["path"], c.span.start_line, c.span.end_line)
+            for c in chunks] == [("def parse", "def parse(x):\n    return x", "parse", "m.py", 3, 4),
+                                 ("class Box", "class Box:\n    pass", "Box", "m.py", 6, 7)]
+
+
+def test_sections_outside_the_text_or_out_of_order_are_refused():
+    from hybridsearch.common.validation import InvalidArgument
+    from hybridsearch.gateway.ingest import validate_documents
+
+    for sections in ([(0, 99)], [(5, 8), (2, 4)], [(3, 2)]):
+        doc = ingest_pb2.Document(id="d", text="0123456789", sections=[
+            ingest_pb2.DocumentSection(start=a, end=b) for a, b in sections])
+        with pytest.raises(InvalidArgument, match="sections"):
+            validate_documents([doc])
+    bad_key = ingest_pb2.Document(id="d", text="0123456789", sections=[
+        ingest_pb2.DocumentSection(start=0, end=5, metadata={"a.b": "v"})])
+    with pytest.raises(InvalidArgument, match="metadata key"):
+        validate_documents([bad_key])

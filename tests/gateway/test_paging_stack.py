@@ -37,6 +37,9 @@ def test_pages_follow_the_first_order(gateway, corpus):
     third = gateway.search(QUERY, collection=COLLECTION, top_k=3, effort="fast", page_token=second.next_page_token)
     assert ids(second) == ids(whole)[3:6] and ids(third) == ids(whole)[6:9]
     assert second.counts.returned == 3
+    # Each page says where it starts, so a client numbers on (page 2 of three starts at 4, not 1).
+    assert [first.offset, second.offset, third.offset] == [0, 3, 6]
+    assert gateway.search(QUERY, collection=COLLECTION, top_k=3, effort="fast", offset=5).offset == 5
     # Later pages get the same previews a first page shows for those hits (built from the stored chunks).
     for got, want in zip(second.hits, whole.hits[3:6]):
         assert (got.snippet, list(got.highlights), got.title) == (want.snippet, list(want.highlights), want.title)

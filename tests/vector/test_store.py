@@ -353,3 +353,19 @@ async def test_server_mode_sends_the_configured_collection_and_search_params(rec
         assert (query.params.quantization.rescore, query.params.quantization.oversampling) == (True, 3.0)
         assert query.filter.must[0].field.key == "meta.lang"
         assert query.limit == 5
+
+
+async def test_collections_lists_what_was_written_and_drop_removes_it(store):
+    assert await store.collections() == []
+    await seed(store)
+    await store.write("other", chunks_of("x", 1, "en"), unit(4)[None, :])
+    assert await store.collections() == ["docs", "other"]
+    assert await store.drop("docs") is True
+    assert await store.collections() == ["other"]
+    assert await store.drop("docs") is False  # idempotent
+    assert (await store.stats("docs")).documents == 0
+    assert (await store.search("docs", unit(0)[None, :], limit=2, filters=[])) == [[]]
+    (hits,) = await store.search("other", unit(4)[None, :], limit=2, filters=[])
+    assert [h.payload["doc_id"] for h in hits] == ["x"]
+    await seed(store)  # the name starts afresh
+    assert (await store.stats("docs")).documents == 3

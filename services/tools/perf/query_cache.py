@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import sys
 import urllib.request
 from pathlib import Path
@@ -38,7 +37,8 @@ from hybridsearch.tools.perf.load.calls import ChannelPool, SearchCall
 from hybridsearch.tools.perf.load.drivers import closed_loop
 from hybridsearch.tools.perf.load.memory import discover
 from hybridsearch.tools.perf.load.recorder import Recorder
-from hybridsearch.tools.perf.load.scenarios import SCENARIOS, bench_collection, load_queries, search_requests
+from hybridsearch.tools.perf.load.scenarios import (SCENARIOS, bench_collection, load_queries, repeat_share,
+                                                   search_requests, zipf_ranks)
 from hybridsearch.tools.perf.procs import cpu_ms_per_request, snapshot
 
 MAX_REQUESTS = 5000  # per run
@@ -46,17 +46,6 @@ MAX_SECONDS = 300.0  # per run
 WARMUP = 5  # requests before the runs, with queries of their own (not the dataset's)
 LOOKUPS = "hybridsearch_query_vector_cache_lookups_total"
 STAGES = ("leg.vector.embed", "leg.vector.embed_cache", "leg.vector", "gateway total (took_ms)")
-
-
-def zipf_ranks(population: int, count: int, s: float, rng: np.random.Generator) -> list[int]:
-    """`count` draws of ranks 0..population-1, rank r with probability proportional to 1 / (r + 1)^s."""
-    weights = 1.0 / np.arange(1, population + 1, dtype=np.float64) ** s
-    return rng.choice(population, size=count, p=weights / weights.sum()).tolist()
-
-
-def repeat_share(sequence: list[str]) -> float:
-    """The share of a sequence's items that appeared earlier in it."""
-    return round(1 - len(set(sequence)) / len(sequence), 4) if sequence else 0.0
 
 
 def cache_lookups(url: str | None) -> dict[tuple[str, str], float] | None:

@@ -1,27 +1,12 @@
-"""The query vector cache measurement (tools/perf/query_cache.py): its Zipf draws, repeat share and the
+"""The query vector cache measurement (tools/perf/query_cache.py): the
 hit rate it reads from the vector service's metrics."""
 
 from __future__ import annotations
 
-import numpy as np
 from prometheus_client import generate_latest
 
 from hybridsearch.common import metrics
-from hybridsearch.tools.perf.query_cache import cache_lookups, hit_rate, parse_lookups, repeat_share, zipf_ranks
-
-
-def test_zipf_draws_follow_one_over_rank():
-    draws = zipf_ranks(300, 20_000, 1.0, np.random.default_rng(0))
-    counts = np.bincount(draws, minlength=300)
-    harmonic = sum(1 / r for r in range(1, 301))
-    assert abs(counts[0] / 20_000 - 1 / harmonic) < 0.01  # ~16% for the first of 300
-    assert abs(counts[0] / counts[1] - 2) < 0.3 and abs(counts[0] / counts[9] - 10) < 2.5
-    assert zipf_ranks(300, 50, 1.0, np.random.default_rng(3)) == zipf_ranks(300, 50, 1.0, np.random.default_rng(3))
-    assert max(zipf_ranks(5, 100, 1.0, np.random.default_rng(1))) <= 4
-
-
-def test_repeat_share():
-    assert repeat_share(["a", "b", "a", "a"]) == 0.5 and repeat_share(["a", "b"]) == 0.0 and repeat_share([]) == 0.0
+from hybridsearch.tools.perf.query_cache import cache_lookups, hit_rate, parse_lookups
 
 
 def test_hit_rate_from_the_services_exposition():

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from hybridsearch.tools.bench import BenchMode, collection_name, ensure_indexed
 from hybridsearch.client import GatewayClient
 from hybridsearch.common.config import Settings
@@ -48,6 +50,28 @@ def load_queries(folder: Path | None) -> list[str]:
     if not texts:
         raise ValueError(f"{folder / 'queries.jsonl'} has no queries")
     return texts
+
+
+def zipf_ranks(population: int, count: int, s: float, rng: np.random.Generator) -> list[int]:
+    """`count` draws of ranks 0..population-1, rank r with probability proportional to 1 / (r + 1)^s."""
+    weights = 1.0 / np.arange(1, population + 1, dtype=np.float64) ** s
+    return rng.choice(population, size=count, p=weights / weights.sum()).tolist()
+
+
+ZIPF_DRAWS = 20  # a Zipf sequence is this many times the queries long before a run cycles through it again
+
+
+def zipf_sequence(queries: list[str], s: float, seed: int) -> list[str]:
+    """The queries as real traffic repeats them: a seeded popularity order (a shuffle), then draws with a Zipf
+    distribution of exponent `s` over it (s = 1: the most popular query about 1 / ln(n) of all requests)."""
+    rng = np.random.default_rng(seed)
+    ranked = [queries[i] for i in rng.permutation(len(queries))]
+    return [ranked[r] for r in zipf_ranks(len(ranked), ZIPF_DRAWS * len(ranked), s, rng)]
+
+
+def repeat_share(sequence: list[str]) -> float:
+    """The share of a sequence's items that appeared earlier in it."""
+    return round(1 - len(set(sequence)) / len(sequence), 4) if sequence else 0.0
 
 
 def search_requests(scenario: str, queries: list[str], collection: str, top_k: int,

@@ -80,6 +80,7 @@ class LoadPlan:
     stage_timings: bool = False
     warmup: int = 5
     seed: int = 0
+    zipf: float = 0.0  # > 0: `queries` is load.scenarios.zipf_sequence of the dataset's with this exponent
     rss_pids: dict[str, int] = field(default_factory=dict)
     cpu_pids: dict[str, int] = field(default_factory=dict)  # CPU per answer of these processes, each run
     baseline_cpu: BaselineCpu | None = None  # the in-process baseline's CPU per query, for the ratio
@@ -124,6 +125,7 @@ class LoadPlan:
     def parameters(self) -> dict:
         params = asdict(self)
         params["queries"] = len(self.queries)
+        params["distinct_queries"] = len(set(self.queries))
         params["write_corpus"] = str(self.write_corpus) if self.write_corpus else None
         return params
 

@@ -1,0 +1,79 @@
+"""Holds on a whole collection: a lease in Redis that an operation on all of a collection takes, so that
+another one cannot run on it meanwhile. `hybridsearch reconcile` holds each collection while it repairs it
+(a drop then would be undone by the repair's copies); DropCollection takes the hold for its own run and is
+refused (FAILED_PRECONDITION, gateway/drop.py) while someone else holds it.
+
+A hold is the key `hybridsearch:hold:<collection>`, its value naming the holder ("reconcile (pid 812 on
+host-a)"), set only if absent, with a TTL that a task renews while the hold lasts: a holder that dies
+leaves a hold that expires within TTL_S. Only the owner releases it (compare-and-delete). Redis errors
+reach the caller (redis.exceptions.RedisError, OSError): each decides what running without a hold means.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import logging
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
+
+KEY_PREFIX = "hybridsearch:hold:"
+TTL_S = 30.0  # a dead holder's hold expires this long after its last renewal (renewed every third of it)
+# Renew or release only while the hold is still ours (it may have expired and been taken by another).
+RENEW = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
+RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+
+
+class Held(Exception):
+    """The collection is held by someone else: `holder` names them."""
+
+    def __init__(self, collection: str, holder: str) -> None:
+        super().__init__(f"collection {collection!r} is held by {holder}")
+        self.collection, self.holder = collection, holder
+
+
+def hold_key(collection: str) -> str:
+    return f"{KEY_PREFIX}{collection}"
+
+
+class Holds:
+    """Holds in one Redis (a `redis.asyncio` client; the deployment's, expansion.redis_url)."""
+
+    def __init__(self, client, ttl_s: float = TTL_S) -> None:
+        self.client, self.ttl_ms = client, int(ttl_s * 1000)
+
+    @asynccontextmanager
+    async def hold(self, collection: str, holder: str) -> AsyncIterator[None]:
+        """Holds `collection` for the block; Held when another holder has it."""
+        key = hold_key(collection)
+        value = f"{holder} (pid {os.getpid()} on {socket.gethostname()}, {secrets.token_hex(4)})"
+        if not await self.client.set(key, value, nx=True, px=self.ttl_ms):
+            current = await self.client.get(key)
+            raise Held(collection, current.decode() if isinstance(current, bytes) else str(current or "another holder"))
+        renewing = asyncio.create_task(self._renew(key, value))
+        try:
+            yield
+        finally:
+            renewing.cancel()
+            await asyncio.gather(renewing, return_exceptions=True)
+            try:
+                await self.client.eval(RELEASE, 1, key, value)
+            except (RedisError, OSError) as err:  # the hold expires on its own within the TTL
+                log.warning("could not release the hold on %s (%s): it expires within %ds", collection, err,
+                            self.ttl_ms // 1000)
+
+    async def holder(self, collection: str) -> str | None:
+        """Who holds the collection now (None: nobody)."""
+        current = await self.client.get(hold_key(collection))
+        return current.decode() if isinstance(current, bytes) else current
+
+    async def _renew(self, key: str, value: str) -> None:
+        while True:
+            await asyncio.sleep(self.ttl_ms / 3000)
+            await self.client.eval(RENEW, 1, key, value, self.ttl_ms)

