@@ -27,7 +27,7 @@ import numpy as np
 from hybridsearch.bm25.analyzer import Analyzer, Analyzers
 from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
 from hybridsearch.common.stores import (
-    EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, picked_metadata, stored_documents,
+    EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, picked_metadata, refuse_sealed, stored_documents,
 )
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.validation import matches_filters
@@ -300,6 +300,7 @@ class EmbeddedBm25Engine:
                 "title_boost": str(self.title_boost)}
 
     async def upsert(self, collection, chunks):
+        refuse_sealed(chunks, self.name)
         return await asyncio.to_thread(self._collection(collection).upsert, chunks)
 
     async def delete(self, collection, doc_ids):

@@ -52,6 +52,7 @@ from hybridsearch.common.iterables import batched
 from hybridsearch.common.validation import COLLECTION_NAME
 from hybridsearch.common.stores import (
     LISTED_FIELDS,
+    refuse_sealed,
     EngineStats,
     EngineUnavailable,
     UpsertResult,
@@ -358,6 +359,7 @@ class OpenSearchBm25Engine:
         return out
 
     async def upsert(self, collection: str, chunks: list[common_pb2.Chunk]) -> UpsertResult:
+        refuse_sealed(chunks, self.name)
         by_doc = chunks_by_document(chunks)
         result = UpsertResult()
         if not by_doc:

@@ -47,8 +47,8 @@ from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, e
 from hybridsearch.bm25.group_commit import MAX_GROUP, GroupCommit
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.stores import (
-    EngineStats, UpsertResult, SPAN, chunk_from_payload, chunks_by_document, picked_metadata, span_of, span_payload,
-    stored_documents,
+    EngineStats, UpsertResult, SPAN, chunk_from_payload, chunks_by_document, content_of, picked_metadata, span_of,
+    span_payload, stored_content, stored_documents,
 )
 from hybridsearch.v1 import common_pb2
 
@@ -184,7 +184,7 @@ class _Collection:
             for rank, (score, addr) in enumerate(result.hits, 1):
                 p = _payload(searcher, addr)
                 hits.append(common_pb2.LegHit(chunk_id=p["chunk_id"], doc_id=p["doc_id"], score=score / LUCENE7_FACTOR,
-                                              rank=rank, title=p["title"], text=p["text"],
+                                              rank=rank, **content_of(p, heading=False),
                                               metadata=picked_metadata(p.get("metadata", {}), metadata_fields),
                                               span=span_of(p)))
             lists.append(hits)
@@ -221,16 +221,17 @@ class _Collection:
         doc = tantivy.Document()
         doc.add_text("body", " ".join(analyzer.analyze(indexed_text(c.title, c.heading, c.text))))
         doc.add_text("title_terms", " ".join(analyzer.analyze(c.title)))
+        declared = c.indexed_metadata if c.HasField("sealed") else c.metadata  # sealed: metadata holds hashes
         for key in self.fields:
-            if c.metadata.get(key):
-                doc.add_text(field_name(key), " ".join(analyzer.analyze(c.metadata[key])))
+            if declared.get(key):
+                doc.add_text(field_name(key), " ".join(analyzer.analyze(declared[key])))
         doc.add_text("doc_id", c.doc_id)
         for key, value in c.metadata.items():
             doc.add_text("meta", meta_term(key, value))
         doc.add_unsigned("position", c.position)
         doc.add_bytes("payload", orjson.dumps({
-            "chunk_id": c.chunk_id, "doc_id": c.doc_id, "position": c.position, "title": c.title,
-            "heading": c.heading, "text": c.text, "metadata": dict(c.metadata), "content_hash": c.content_hash,
+            "chunk_id": c.chunk_id, "doc_id": c.doc_id, "position": c.position, **stored_content(c),
+            "metadata": dict(c.metadata), "content_hash": c.content_hash,
             "written_at_ms": c.written_at_ms, SPAN: span_payload(c.span),
         }))
         return doc

@@ -71,21 +71,51 @@ def reconcile_table(rows: list[dict], dry_run: bool) -> Table:
     return table
 
 
-keys_app = typer.Typer(help="API keys per tenant (docs/security.md)", no_args_is_help=True)
+keys_app = typer.Typer(help="API keys per tenant, and sealed collections' keys (docs/security.md)",
+                       no_args_is_help=True)
 app.add_typer(keys_app, name="keys", rich_help_panel=OPERATE)
+
+
+def create_collection_key(collection: str, keys_file: Optional[Path]) -> None:
+    """`keys create -c NAME`: a sealed collection's key, never printed (only its id and the file)."""
+    from hybridsearch.common.sealing import create_collection_key as create, keys_path
+
+    settings = get_settings()
+    path = keys_file or keys_path(settings)
+    try:
+        key_id = create(path, collection)
+    except (OSError, ValueError) as err:
+        console.print(f"[red]{err}[/]")
+        raise typer.Exit(2) from None
+    sealed = "" if settings.collections.get(collection, None) and settings.collections[collection].sealed else (
+        f"; declare `sealed: true` for {collection!r} in the collections settings to seal its records")
+    console.print(f"key {key_id} for collection {collection!r} added to {path} (0600; the key is not shown){sealed}")
 
 
 @keys_app.command("create")
 def keys_create(
-    tenant: Annotated[str, typer.Option(help="tenant name")],
+    tenant: Annotated[str, typer.Option(help="tenant name (an API key)")] = "",
     read: Annotated[str, typer.Option(help="collections it may read: names or prefix* patterns, comma-separated")] = "",
     write: Annotated[str, typer.Option(help="collections it may write (upsert, delete), same form")] = "",
     admin: Annotated[bool, typer.Option("--admin", help="every operation on every collection")] = False,
-    keys_file: Annotated[Optional[Path], typer.Option(help="default: auth.keys_file, else DATA_DIR/auth/keys.yaml")] = None,
+    collection: Annotated[str, typer.Option("--collection", "-c",
+                                            help="a sealed collection's key instead of an API key (sealing.keys_file, "
+                                                 "else DATA_DIR/sealing/keys.yaml)")] = "",
+    keys_file: Annotated[Optional[Path], typer.Option(help="default: auth.keys_file, else DATA_DIR/auth/keys.yaml "
+                                                           "(with -c: the sealing keys file)")] = None,
 ):
-    """Make a random API key, append its sha256 to the keys file and print the key (shown only this once)."""
+    """Make a random API key, append its sha256 to the keys file and print the key (shown only this once);
+    with -c, a sealed collection's 256-bit key in the sealing keys file (never shown)."""
     from hybridsearch.common.apikeys import KEYS_FILE, KeyFileError, create_key, local_auth_dir
 
+    if collection:
+        if tenant or read or write or admin:
+            console.print("[red]-c makes a collection key: --tenant, --read, --write and --admin are for API keys[/]")
+            raise typer.Exit(2)
+        return create_collection_key(collection, keys_file)
+    if not tenant:
+        console.print("[red]give --tenant (an API key) or -c NAME (a sealed collection's key)[/]")
+        raise typer.Exit(2)
     settings = get_settings()
     path = keys_file or settings.auth.keys_file or local_auth_dir(settings.data_dir) / KEYS_FILE
     try:

@@ -70,6 +70,9 @@ class CollectionConfig(BaseModel):
     graph: bool = False
     # Metadata fields each hit shows (SearchHit.metadata) when a request names none (its return_metadata).
     return_metadata: list[str] = Field(default_factory=list)
+    # Sealed at rest (common/sealing.py, docs/security.md): texts, titles and metadata values sealed with the
+    # collection's key in every store, tags and metadata as keyed hashes. Needs a key (`keys create -c`).
+    sealed: bool = False
 
     @field_validator("language")
     @classmethod

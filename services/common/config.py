@@ -340,6 +340,14 @@ class AuthSettings(BaseModel):
     local_admin: bool = True
 
 
+class SealingSettings(BaseModel):
+    """Collection keys for sealed collections (hybridsearch.common.sealing, docs/security.md "Sealed at rest")."""
+
+    # The keys file (YAML, 0600; a mounted Kubernetes Secret works the same). Unset: data_dir/sealing/keys.yaml,
+    # which `hybridsearch keys create -c NAME` makes.
+    keys_file: Path | None = None
+
+
 class TlsSettings(BaseModel):
     """TLS at the gateway, mutual TLS between services (hybridsearch.common.tls, docs/security.md).
 
@@ -376,6 +384,7 @@ class Settings(BaseSettings):
     graph: GraphSettings = Field(default_factory=GraphSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     tls: TlsSettings = Field(default_factory=TlsSettings)
+    sealing: SealingSettings = Field(default_factory=SealingSettings)
     # The API key clients (CLI, GatewayClient, loadtest) send; unset: data_dir/auth/admin.key when present.
     api_key: SecretStr | None = None
     # One deadline for the whole query path; legs get what is left of it. THOROUGH waits for an LLM.

@@ -52,6 +52,7 @@ def trim_texts(lists, text_depth: int):
             for hit in ranked.hits[text_depth:]:
                 hit.ClearField("title")
                 hit.ClearField("text")
+                hit.ClearField("sealed")
     return lists
 
 
@@ -76,6 +77,8 @@ class StoreServicerMixin:
             return await call
         except EngineUnavailable as err:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
+        except InvalidArgument as err:  # what the engine cannot take (a sealed chunk on an engine without them)
+            await abort_invalid(context, err)
 
     async def UpsertChunks(self, request: common_pb2.UpsertChunksRequest,
                            context: grpc.aio.ServicerContext) -> common_pb2.UpsertChunksResponse:

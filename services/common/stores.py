@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from hybridsearch.common.validation import InvalidArgument
 from hybridsearch.v1 import common_pb2
 
 
@@ -59,11 +61,40 @@ def stored_documents(payloads: Iterable[dict]) -> list[common_pb2.StoredDocument
     return out
 
 
+# What a store keeps of a chunk's content: its texts, or for a sealed collection's chunk the sealed record
+# and its key id instead (common/sealing.py; the texts are indexed, never stored).
+CONTENT_FIELDS = ["title", "heading", "text", "sealed", "key_id"]
+
+
+def stored_content(chunk: common_pb2.Chunk) -> dict:
+    """The payload fields of a chunk's content: title, heading and text, or the sealed record (base64)."""
+    if chunk.HasField("sealed"):
+        return {"sealed": base64.b64encode(chunk.sealed.blob).decode(), "key_id": chunk.sealed.key_id}
+    return {"title": chunk.title, "heading": chunk.heading, "text": chunk.text}
+
+
+def content_of(p: dict, heading: bool = True) -> dict:
+    """A payload's content as Chunk / LegHit fields: title and text (and heading), or `sealed`."""
+    if "sealed" in p:
+        return {"sealed": common_pb2.Sealed(blob=base64.b64decode(p["sealed"]), key_id=p.get("key_id", ""))}
+    out = {"title": p.get("title", ""), "text": p.get("text", "")}
+    if heading:
+        out["heading"] = p.get("heading", "")
+    return out
+
+
+def refuse_sealed(chunks: Iterable[common_pb2.Chunk], engine: str) -> None:
+    """An engine that would store a sealed chunk's texts (it keeps them in its own columns) refuses it."""
+    if any(c.HasField("sealed") for c in chunks):
+        raise InvalidArgument(f"the {engine} engine does not keep sealed records: a sealed collection needs "
+                              "bm25.engine=tantivy (docs/security.md)")
+
+
 def chunk_from_payload(p: dict) -> common_pb2.Chunk:
     """A stored chunk as the stores exchange it (both payload layouts: `metadata` or `meta`)."""
     return common_pb2.Chunk(
-        chunk_id=p["chunk_id"], doc_id=p["doc_id"], position=int(p["position"]), title=p.get("title", ""),
-        heading=p.get("heading", ""), text=p.get("text", ""), metadata=p.get("metadata", p.get("meta")) or {},
+        chunk_id=p["chunk_id"], doc_id=p["doc_id"], position=int(p["position"]), **content_of(p),
+        metadata=p.get("metadata", p.get("meta")) or {},
         content_hash=p.get("content_hash", ""), written_at_ms=int(p.get("written_at_ms", 0) or 0),
         span=span_of(p),
     )

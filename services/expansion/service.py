@@ -24,7 +24,8 @@ from hybridsearch.common.effort import Expansion, effort_policy, why_not_expand
 from hybridsearch.common.language import DETECTOR, Detection, documents_language, query_language
 from hybridsearch.common.server import internal_channel, serve
 from hybridsearch.common.telemetry import tracer
-from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection, check_filters
+from hybridsearch.common.sealing import CollectionSeal, Sealer, SealingError
+from hybridsearch.common.validation import InvalidArgument, Refusal, abort_invalid, check_collection, check_filters
 from hybridsearch.expansion.cache import ExpansionCache
 from hybridsearch.expansion.llm import PROMPT_VERSION, LlmError, LlmExpander
 from hybridsearch.expansion.prf import feedback_terms, prf_variants
@@ -48,6 +49,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
             if self.cfg.llm_url else None
         )
         self.bm25 = bm25_pb2_grpc.Bm25ServiceStub(internal_channel(settings.endpoints.addr("bm25")))
+        self.sealer = Sealer(settings)  # sealed collections: the probe's texts opened, cache entries sealed
         self.tracer = tracer(__name__)
 
     def _generator(self, effort: int) -> str:
@@ -67,16 +69,20 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
                 raise InvalidArgument(f"unknown effort {request.effort}")
             declared = collection_config(self.settings, collection).language
             language = query_language(request.query, declared, request.language)
-        except InvalidArgument as err:
+            seal = self.sealer.of(collection)  # SealingError: a sealed collection without its key
+        except Refusal as err:
             await abort_invalid(context, err)
-        response = await self._answer(request, collection, filters, language, documents_language(declared, language),
-                                      context)
+        try:
+            response = await self._answer(request, collection, filters, language,
+                                          documents_language(declared, language), context, seal)
+        except SealingError as err:  # a feedback record that does not open: the reason, not garbage
+            await abort_invalid(context, err)
         response.language, response.language_source = language.language, language.source
         response.language_confidence = language.confidence
         return response
 
     async def _answer(self, request, collection, filters, language: Detection, documents_language: str,
-                      context) -> expansion_pb2.ExpandResponse:
+                      context, seal: CollectionSeal | None = None) -> expansion_pb2.ExpandResponse:
         # The same rule the gateway's plan used (common.effort.why_not_expand): decided once.
         if (why := why_not_expand(request.effort, True if request.force else None, self.cfg.prf_in_balanced)):
             return expansion_pb2.ExpandResponse(skipped=True, skip_reason=why, generator="none",
@@ -91,9 +97,10 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
             f"prf={self.cfg.prf_docs}/{self.cfg.prf_terms}", filters_key(filters),
             f"lang={language.language}/{documents_language}",
             *(["fuzzy"] if request.fuzzy else []),  # appended: keys without typo tolerance stay as they were
+            seal=seal,
         )
         with self.tracer.start_as_current_span("expansion.cache_get") as span:
-            cached = await self.cache.get(key)
+            cached = await self.cache.get(key, seal)
             span.set_attribute("cache.hit", cached is not None)
         if cached is not None:
             response = expansion_pb2.ExpandResponse(**cached)
@@ -102,15 +109,15 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
             return response
 
         response = await self._expand(request.query, collection, filters, generator, language.language,
-                                      documents_language, context, request.fuzzy)
+                                      documents_language, context, request.fuzzy, seal)
         # A fallback's variants are not what the key names (the LLM's): the next query tries the LLM again.
         if (response.generator != "none" or response.skipped) and not response.fallback_reason:
-            await self.cache.put(key, _to_dict(response))
+            await self.cache.put(key, _to_dict(response), seal)
         response.cache_available = self.cache.available
         return response
 
     async def _expand(self, query, collection, filters, generator, language, documents_language,
-                      context, fuzzy=False) -> expansion_pb2.ExpandResponse:
+                      context, fuzzy=False, seal: CollectionSeal | None = None) -> expansion_pb2.ExpandResponse:
         probe = await self.bm25.Search(
             common_pb2.LegSearchRequest(
                 collection=collection, limit=PROBE_HITS, filters=filters, fuzzy=fuzzy,
@@ -139,7 +146,10 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
                 fallback = f"LLM failed ({type(err).__name__}{': ' + str(err)[:200] if str(err) else ''}): feedback variants instead"
                 generator = f"prf (llm failed: {type(err).__name__})"
 
-        terms = feedback_terms(query, [(h.title + " " + h.text, h.score) for h in hits[: self.cfg.prf_docs]],
+        feedback = hits[: self.cfg.prf_docs]
+        if seal is not None:  # a sealed collection's probe answers sealed records: its feedback texts opened here
+            feedback = [_opened(seal, h) for h in feedback]
+        terms = feedback_terms(query, [(h.title + " " + h.text, h.score) for h in feedback],
                                self.analyzers.language(documents_language), self.cfg.prf_terms)
         lexical, semantic = prf_variants(query, terms)
         if not lexical:
@@ -152,6 +162,13 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
         await self.cache.close()
         if self.llm is not None:
             await self.llm.close()
+
+
+def _opened(seal: CollectionSeal, hit: common_pb2.LegHit) -> common_pb2.LegHit:
+    if not hit.HasField("sealed"):
+        return hit
+    content = seal.open_content(hit.chunk_id, hit.sealed)
+    return common_pb2.LegHit(chunk_id=hit.chunk_id, score=hit.score, title=content.title, text=content.text)
 
 
 def filters_key(filters) -> str:

@@ -8,6 +8,7 @@ import grpc
 import redis.asyncio as redis
 
 from hybridsearch.common.config import Settings
+from hybridsearch.common.sealing import Sealer
 from hybridsearch.common.validation import Refusal, abort_invalid, check_collection
 from hybridsearch.gateway.auth import readable
 from hybridsearch.gateway.backends import Backends
@@ -23,11 +24,13 @@ class CollectionServicer(collections_pb2_grpc.CollectionServiceServicer):
         self.auth_on = settings.auth.keys_file is not None
         self.redis = redis.Redis.from_url(settings.expansion.redis_url, socket_connect_timeout=0.5, socket_timeout=5)
         self.dropper = Dropper(backends, self.redis)
+        self.sealer = Sealer(settings)  # GetDocuments opens a sealed collection's chunks (gateway/documents.py)
 
     async def GetDocuments(self, request: collections_pb2.GetDocumentsRequest,
                            context: grpc.aio.ServicerContext) -> collections_pb2.GetDocumentsResponse:
         try:
-            return await get_documents(request, self.backends, self.catalog, self.settings.chunk_overlap_words)
+            return await get_documents(request, self.backends, self.catalog, self.settings.chunk_overlap_words,
+                                       self.sealer)
         except Refusal as err:
             await abort_invalid(context, err)
 

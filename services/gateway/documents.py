@@ -6,6 +6,11 @@ path, and starts a chunk that continues a section with the last `chunk_overlap_w
 before it, then a blank line: the text here writes each heading path where it changes as a heading line
 and leaves the repeated words out, and each chunk's span says where it sits in that text (a span may begin
 inside the previous chunk's: the overlap).
+
+A sealed collection's chunks (common/sealing.py) are opened here, in the gateway, with the collection's key:
+the caller the access check let read the collection gets the clear text, title and metadata; without a key
+the call is FAILED_PRECONDITION with the reason, never sealed bytes. The content hash stays the keyed one
+the stores hold.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import re
 import grpc
 
 from hybridsearch.common.limits import MAX_GET_IDS
+from hybridsearch.common.sealing import Sealer
 from hybridsearch.common.stores import chunks_by_document
 from hybridsearch.common.validation import InvalidArgument, Refusal, check_collection, check_doc_ids
 from hybridsearch.gateway.backends import Backends
@@ -83,10 +89,12 @@ def check_get(request: collections_pb2.GetDocumentsRequest) -> tuple[str, list[s
 
 
 async def get_documents(request: collections_pb2.GetDocumentsRequest, backends: Backends, catalog: Catalog,
-                        overlap_words: int) -> collections_pb2.GetDocumentsResponse:
+                        overlap_words: int, sealer: Sealer) -> collections_pb2.GetDocumentsResponse:
     """The documents asked for, found ones in the order asked and the rest in `missing`; a Refusal:
-    INVALID_ARGUMENT, NOT_FOUND (no such collection), UNAVAILABLE (the BM25 store did not answer)."""
+    INVALID_ARGUMENT, NOT_FOUND (no such collection), FAILED_PRECONDITION (a sealed collection without its
+    key, or a record that does not open), UNAVAILABLE (the BM25 store did not answer)."""
     collection, ids = check_get(request)
+    seal = sealer.of(collection)  # SealingError (as a search: whether or not a store holds it yet)
     if await catalog.missing([collection]):
         raise Refusal(f"collection {collection!r} does not exist", grpc.StatusCode.NOT_FOUND)
     try:
@@ -94,7 +102,8 @@ async def get_documents(request: collections_pb2.GetDocumentsRequest, backends: 
                                               timeout=GET_TIMEOUT_S)
     except grpc.aio.AioRpcError as err:
         raise Refusal(f"the bm25 store did not answer ({err.details()}); retry") from None
-    found = chunks_by_document(list(reply.chunks))
+    chunks = [seal.open_chunk(c) for c in reply.chunks] if seal is not None else list(reply.chunks)
+    found = chunks_by_document(chunks)
     return collections_pb2.GetDocumentsResponse(
         collection=collection, documents=[assemble(found[i], overlap_words) for i in ids if i in found],
         missing=[i for i in ids if i not in found])

@@ -61,8 +61,9 @@ def ranks_only(ranked: common_pb2.RankedList) -> common_pb2.RankedList:
     out = common_pb2.RankedList()
     out.CopyFrom(ranked)
     for hit in out.hits:
-        if not (hit.text or hit.title):
+        if not (hit.text or hit.title or hit.HasField("sealed")):
             break  # below the text depth every hit comes without
         hit.ClearField("title")
         hit.ClearField("text")
+        hit.ClearField("sealed")
     return out

@@ -21,6 +21,7 @@ class Pool:
     def __init__(self) -> None:
         self.lists: list[common_pb2.RankedList] = []
         self._hits: dict[str, common_pb2.LegHit] = {}
+        self._opened: dict[str, dict[str, str]] = {}  # sealed hits opened for the answer: their clear metadata
 
     def add(self, lists: Iterable[common_pb2.RankedList]) -> None:
         for rl in lists:
@@ -47,6 +48,29 @@ class Pool:
         for key, value in chunk.metadata.items():  # what the page shows of it (its metadata, its path)
             hit.metadata.setdefault(key, value)
 
+    def open(self, chunk_id: str, content: common_pb2.Chunk) -> None:
+        """A sealed hit opened for the answer (gateway.sealed): its clear title and text in place of the sealed
+        record (and the stored chunk's span, when read from the store); its metadata stays hashed (boosts match
+        hashes), the clear one kept apart for what the page shows (`shown`)."""
+        hit = self._hits.setdefault(chunk_id, common_pb2.LegHit(chunk_id=chunk_id))
+        hit.title, hit.text = content.title, content.text
+        hit.ClearField("sealed")
+        if content.HasField("span"):
+            hit.span.CopyFrom(content.span)
+        self._opened[chunk_id] = dict(content.metadata)
+
+    def shown(self, chunk_id: str, sealed: bool = False) -> common_pb2.LegHit:
+        """A hit as the page shows it (its text, metadata, path, tags): a sealed collection's with its opened
+        metadata, none when it could not be opened (a keyed hash is nothing to show)."""
+        hit = self.hit(chunk_id)
+        if not sealed and chunk_id not in self._opened:
+            return hit
+        out = common_pb2.LegHit()
+        out.CopyFrom(hit)
+        out.metadata.clear()
+        out.metadata.update(self._opened.get(chunk_id, {}))
+        return out
+
     def lists_of(self, collection: str) -> list[common_pb2.RankedList]:
         """The lists a collection's hits were fused from (the calibration's scale)."""
         return self.lists
@@ -68,6 +92,14 @@ class MergedPool:
     def fill(self, chunk_key: str, chunk: common_pb2.Chunk) -> None:
         collection, chunk_id = split_key(chunk_key, self.primary)
         self.parts[collection].fill(chunk_id, chunk)
+
+    def open(self, chunk_key: str, content: common_pb2.Chunk) -> None:
+        collection, chunk_id = split_key(chunk_key, self.primary)
+        self.parts[collection].open(chunk_id, content)
+
+    def shown(self, chunk_key: str, sealed: bool = False) -> common_pb2.LegHit:
+        collection, chunk_id = split_key(chunk_key, self.primary)
+        return self.parts[collection].shown(chunk_id, sealed)
 
     def lists_of(self, collection: str) -> list[common_pb2.RankedList]:
         return self.parts[collection].lists

@@ -9,6 +9,7 @@ from hybridsearch.common.config import Settings
 from hybridsearch.common.effort import DEFAULT_EFFORT, effort_policy, why_not_expand
 from hybridsearch.common.language import check_language
 from hybridsearch.common.limits import MAX_QUERY_CHARS
+from hybridsearch.common.sealing import CollectionSeal
 from hybridsearch.common.validation import InvalidArgument, check_collection, check_field, check_filters
 from hybridsearch.fusion.methods import FusionParams
 from hybridsearch.fusion.params import resolve_params
@@ -42,6 +43,8 @@ class SearchPlan:
     parts: tuple["SearchPlan", ...] = ()
 
     prf_in_balanced: bool = True  # expansion.prf_in_balanced: whether BALANCED expands unasked
+    # A sealed collection's seal (gateway.sealed.seal_plan: filters and boosts then hold keyed hashes); None: plain.
+    seal: CollectionSeal | None = None
 
     @property
     def no_expansion(self) -> str | None:

@@ -61,10 +61,13 @@ class Responder:
             return search_hit(fused[i], plan.collection, pool.hit(fused[i].chunk_id).title, scores[i], finals[i],
                               reranked.rerank.get(i, 0.0), i in reranked.rerank)
 
+        def kept_title(i: int) -> str:  # none of a sealed collection: a later page opens its stored chunks
+            return "" if plan.plan_of(split_key(fused[i].chunk_id, plan.collection)[0]).seal else pool.hit(fused[i].chunk_id).title
+
         def order(n: int) -> paging_pb2.KeptOrder:  # later pages' order: the fused hits copied whole
             head = kept[:n]
             return paging_pb2.KeptOrder(
-                hits=[fused[i] for i in head], titles=[pool.hit(fused[i].chunk_id).title for i in head],
+                hits=[fused[i] for i in head], titles=[kept_title(i) for i in head],
                 scores=[scores[i] for i in head], blended_scores=[finals[i] for i in head],
                 rerank_scores=[reranked.rerank.get(i, 0.0) for i in head], reranked=[i in reranked.rerank for i in head])
 
@@ -72,11 +75,11 @@ class Responder:
         await self.texts.fill(plan, [fused[i] for i in shown], pool, deadline, report)
         page, tags = [], []
         for rank, i in enumerate(shown, start=plan.offset):
-            leg_hit = pool.hit(fused[i].chunk_id)
             page.append(hit(i))
-            show(page[-1], plan.query, leg_hit.text, self.analyzer, rank, plan.effort, leg_hit,
-                 plan.plan_of(page[-1].collection).return_metadata)
-            tags.append(leg_hit.metadata.get(plan.config_of(page[-1].collection).tags_field, ""))
+            part = plan.plan_of(page[-1].collection)
+            leg_hit = pool.shown(fused[i].chunk_id, part.seal is not None)  # a sealed one's metadata opened
+            show(page[-1], plan.query, leg_hit.text, self.analyzer, rank, plan.effort, leg_hit, part.return_metadata)
+            tags.append(leg_hit.metadata.get(part.config.tags_field, ""))
         reranked_n = len(reranked.rerank)
         response = search_pb2.SearchResponse(
             hits=page, legs=list(report.legs.values()), degraded=report.degraded, mode=plan.mode, effort=plan.effort,

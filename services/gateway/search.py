@@ -29,6 +29,7 @@ import grpc
 from hybridsearch.common import metrics
 from hybridsearch.common.config import Settings
 from hybridsearch.common.effort import effort_policy
+from hybridsearch.common.sealing import Sealer
 from hybridsearch.common.validation import Refusal, abort_invalid
 from hybridsearch.gateway.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
@@ -49,6 +50,7 @@ from hybridsearch.gateway.request import SearchPlan, plan_search
 from hybridsearch.gateway.rerank import Reranker
 from hybridsearch.gateway.respond import Answer, Responder
 from hybridsearch.gateway.retrieve import retrieve
+from hybridsearch.gateway.sealed import seal_plan
 from hybridsearch.gateway.texts import StoredTexts
 from hybridsearch.v1 import common_pb2, fusion_pb2, search_pb2, search_pb2_grpc
 
@@ -110,6 +112,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         self.admission = Admission(cfg.max_in_flight, cfg.max_queue, cfg.max_wait_s)
         self.path = QueryPath(settings, backends)
         self.pager = Pager(settings)
+        self.sealer = Sealer(settings)
         metrics.initialise(metrics.DEGRADED_LEGS, "leg", metrics.DEGRADABLE_LEGS)
 
     def _gauge_admission(self) -> None:
@@ -119,9 +122,10 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
     async def Search(self, request: search_pb2.SearchRequest,
                      context: grpc.aio.ServicerContext) -> search_pb2.SearchResponse:
         try:
-            plan = plan_search(request, self.settings)
+            # A sealed collection without its key is FAILED_PRECONDITION whether or not a store holds it yet.
+            plan = seal_plan(plan_search(request, self.settings), self.sealer)
             plan, notices = await self._existing(request, plan)
-        except Refusal as err:  # InvalidArgument, NOT_FOUND
+        except Refusal as err:  # InvalidArgument, NOT_FOUND; SealingError: a sealed collection without its key
             await abort_invalid(context, err)
         effort = common_pb2.Effort.Name(plan.effort)
         budget = effort_policy(plan.effort).deadline_s(self.settings.search_deadline_s,
@@ -168,7 +172,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         if not (missing := await self.catalog.missing(searched)):
             return plan, []
         narrow, notices = narrowed(request, searched, missing)
-        return plan_search(narrow, self.settings), notices
+        return seal_plan(plan_search(narrow, self.settings), self.sealer), notices
 
     async def _page(self, request: search_pb2.SearchRequest, plan: SearchPlan, deadline: Deadline, report: Report,
                     context: grpc.aio.ServicerContext, notices: list[str]) -> search_pb2.SearchResponse | None:

@@ -19,10 +19,12 @@ import time
 import grpc
 
 from hybridsearch.common.config import Settings
+from hybridsearch.common.sealing import Sealer
 from hybridsearch.common.validation import Refusal
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.deadline import Deadline
 from hybridsearch.gateway.rerank_policy import pool_bound
+from hybridsearch.gateway.sealed import open_hits
 from hybridsearch.v1 import common_pb2
 
 MARGIN = 2  # texts down to twice the deepest rank the page or the rerank pool reads
@@ -43,6 +45,7 @@ class StoredTexts:
 
     def __init__(self, settings: Settings, backends: Backends) -> None:
         self.settings, self.backends = settings, backends
+        self.sealer = Sealer(settings)  # a sealed collection's chunks are opened as they are read (gateway.sealed)
 
     async def chunks(self, hits: list[tuple[str, str, str]],
                      deadline: Deadline) -> dict[tuple[str, str], common_pb2.Chunk]:
@@ -61,11 +64,14 @@ class StoredTexts:
             answers = await asyncio.gather(*calls)
         except grpc.aio.AioRpcError as err:
             raise Refusal(f"the page's texts could not be read ({err.code().name}: {err.details()}); retry") from err
-        return {(c, chunk.chunk_id): chunk for (c, _), answer in zip(places, answers) for chunk in answer.chunks}
+        seals = {c: self.sealer.of(c) for c, _ in places}
+        return {(c, chunk.chunk_id): seals[c].open_chunk(chunk) if seals[c] else chunk
+                for (c, _), answer in zip(places, answers) for chunk in answer.chunks}
 
     async def fill(self, plan, hits, pool, deadline: Deadline, report) -> None:
-        """Reads the texts of these fused hits that came from below the legs' text depth into `pool`; one that
-        cannot be read leaves its hit without a preview, noted."""
+        """Reads the texts of these fused hits that came from below the legs' text depth into `pool`, and opens
+        the sealed ones (gateway.sealed); one that cannot be read leaves its hit without a preview, noted."""
+        open_hits(plan, hits, pool)
         if not text_depth(plan, self.settings):  # every hit came with its text
             return
         missing = [h for h in hits if not pool.hit(h.chunk_id).text]
@@ -79,5 +85,5 @@ class StoredTexts:
             return
         for h in missing:
             if (chunk := chunks.get((plan.collection, h.chunk_id))) is not None:
-                pool.fill(h.chunk_id, chunk)
+                (pool.open if plan.seal else pool.fill)(h.chunk_id, chunk)
         report.timed("texts", t)

@@ -18,6 +18,7 @@ from redis.exceptions import RedisError
 
 from hybridsearch.common.config import Settings
 from hybridsearch.common.holds import Holds
+from hybridsearch.common.sealing import Sealer
 from hybridsearch.common.server import insecure_channel
 from hybridsearch.reconcile.plan import Plan, Store, plan_repairs
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, vector_pb2_grpc
@@ -57,6 +58,7 @@ class Reconciler:
         self.same_chunks = not words or words == settings.chunk_words
         self.redis = redis.Redis.from_url(settings.expansion.redis_url, socket_connect_timeout=0.5, socket_timeout=2)
         self.holds = Holds(self.redis)
+        self.sealer = Sealer(settings)
 
     async def listing(self, store: Store, collection: str) -> dict[str, common_pb2.StoredDocument]:
         out: dict[str, common_pb2.StoredDocument] = {}
@@ -91,12 +93,15 @@ class Reconciler:
             repairs = []
         if dry_run:
             return report
+        seal = self.sealer.of(collection)  # SealingError: a sealed collection's copies need its key
         for source in Store:
             ids = [r.doc_id for r in repairs if r.source is source]
             for start in range(0, len(ids), COPY_BATCH):
                 batch = ids[start:start + COPY_BATCH]
                 chunks = (await self.stubs[source].GetChunks(
                     common_pb2.GetChunksRequest(collection=collection, doc_ids=batch), timeout=TIMEOUT_S)).chunks
+                if seal is not None:  # the other store indexes the texts: opened from the sealed records
+                    chunks = [seal.copyable(c) for c in chunks]
                 await self.stubs[source.other].UpsertChunks(
                     common_pb2.UpsertChunksRequest(collection=collection, chunks=chunks), timeout=TIMEOUT_S)
                 report.repaired += len({c.doc_id for c in chunks})

@@ -21,7 +21,7 @@ from hybridsearch.common.server import internal_channel, serve
 from hybridsearch.common.limits import MAX_LEG_LIMIT, MAX_QUERY_CHARS
 from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search, check_metadata_fields, trim_texts
 from hybridsearch.common.collections import collection_config
-from hybridsearch.common.stores import UpsertResult, picked_metadata, span_of
+from hybridsearch.common.stores import UpsertResult, content_of, picked_metadata, span_of
 from hybridsearch.common.tags import query_keywords
 from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection, check_doc_ids, check_filters
 from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2, vector_pb2, vector_pb2_grpc
@@ -176,8 +176,7 @@ class VectorEngine:
 
 def _hit(payload: dict, score: float, rank: int, metadata_fields) -> common_pb2.LegHit:
     return common_pb2.LegHit(
-        chunk_id=payload["chunk_id"], doc_id=payload["doc_id"], score=score, rank=rank,
-        title=payload.get("title", ""), text=payload.get("text", ""),
+        chunk_id=payload["chunk_id"], doc_id=payload["doc_id"], score=score, rank=rank, **content_of(payload, heading=False),
         metadata=picked_metadata(payload.get("meta", {}), metadata_fields), span=span_of(payload),
     )
 

@@ -21,6 +21,7 @@ from qdrant_client import AsyncQdrantClient, models
 
 from hybridsearch.common.config import VectorSettings, get_settings
 from hybridsearch.common.stores import (
+    CONTENT_FIELDS,
     LISTED_FIELDS,
     EngineStats,
     UpsertResult,
@@ -28,6 +29,7 @@ from hybridsearch.common.stores import (
     chunk_from_payload,
     chunks_by_document,
     span_payload,
+    stored_content,
     stored_documents,
 )
 from hybridsearch.common.links import extract_links, page_keys
@@ -120,13 +122,15 @@ def chunk_payload(chunk: common_pb2.Chunk, chunks: int, tags_field: str = "tags"
     the document's tags (metadata `tags_field`, split), a keyword array the tag leg matches exactly.
     `links`, `wiki`: the chunk's outgoing links (its text's and metadata `links_field`'s); `keys`: the
     keys a wiki link reaches the document by (vector/neighbours.py)."""
-    links = extract_links(chunk.doc_id, chunk.text, chunk.metadata, links_field)
+    sealed = chunk.HasField("sealed")  # metadata and tags hashed; no links (they would name titles in clear)
+    links = None if sealed else extract_links(chunk.doc_id, chunk.text, chunk.metadata, links_field)
     return {
         "chunk_id": chunk.chunk_id, "doc_id": chunk.doc_id, "position": chunk.position, "chunks": chunks,
-        "title": chunk.title, "heading": chunk.heading, "text": chunk.text, "content_hash": chunk.content_hash,
+        **stored_content(chunk), "content_hash": chunk.content_hash,
         "meta": dict(chunk.metadata), "written_at_ms": chunk.written_at_ms, SPAN: span_payload(chunk.span),
         TAGS: split_tags(chunk.metadata.get(tags_field, "")),
-        LINKS: list(links.explicit), WIKI: list(links.wiki), KEYS: list(page_keys(chunk.doc_id, chunk.title)),
+        LINKS: list(links.explicit) if links else [], WIKI: list(links.wiki) if links else [],
+        KEYS: list(page_keys(chunk.doc_id, "" if sealed else chunk.title)),
     }
 
 
@@ -145,13 +149,12 @@ def tag_ranked(payloads: list[dict], keywords: list[str], limit: int) -> list[tu
 
 
 # A stored chunk's payload fields, as reconcile copies it (the vector is embedded again from the text).
-CHUNK_FIELDS = ["chunk_id", "doc_id", "position", "title", "heading", "text", "content_hash", "meta", "written_at_ms",
-                SPAN]
+CHUNK_FIELDS = ["chunk_id", "doc_id", "position", *CONTENT_FIELDS, "content_hash", "meta", "written_at_ms", SPAN]
 SCROLL_PAGE = 2048
 TAGS = "tags"
 # The tag leg reads at most this many matching chunks before ranking them by matched tags.
 TAG_SCAN = 2000
-TAG_FIELDS = ["chunk_id", "doc_id", "position", "title", "text", "meta", TAGS]
+TAG_FIELDS = ["chunk_id", "doc_id", "position", *CONTENT_FIELDS, "meta", TAGS]
 # Link expansion reads at most this many linking chunks per lookup, and scores at most this many chunks
 # of the neighbours (a document is represented by its best one).
 LINK_SCAN = 2000

@@ -31,6 +31,9 @@ class TagLeg:
 
     def request(self, base, plan, settings):
         base.limit = max(1, math.ceil(base.limit * POOL_SHARE))
+        if plan.seal is not None:  # a sealed collection's tags are keyed hashes: so are the keywords sent
+            for q in base.queries:
+                q.text = plan.seal.tag_query(q.text)
         return base
 
     def call(self, backends, request, timeout):
