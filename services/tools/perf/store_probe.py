@@ -7,7 +7,8 @@ Run with the services stopped (each engine holds its data dir's writer lock):
 - reopen: the time from nothing to a first answered search, for the vector store (qdrant-edge shard
   load) and the BM25 store (tantivy index open), each in a fresh engine object;
 - ANN recall@10: the vector store's HNSW answer (the served search parameters) against the same
-  shard's exact scan, on real query embeddings, at the leg's own depth as well as at 10;
+  shard's exact scan, on real query embeddings by the configured embedder (the vectors the store holds:
+  vector.embedder), at the leg's own depth as well as at 10;
 - the processes' peak RSS after opening (this probe's own, not the services').
 """
 
@@ -25,14 +26,15 @@ from hybridsearch.bm25.service import build_engine
 from hybridsearch.common.config import Settings
 from hybridsearch.tools.perf.edge_bench import recall_at_k
 from hybridsearch.vector.edge import EdgeStore
-from hybridsearch.vector.embedder import OnnxEmbedder
+from hybridsearch.vector.e5 import Role
+from hybridsearch.vector.embedder import open_embedder
 
 
 async def probe(settings: Settings, collection: str, queries: list[str], depth: int = 100) -> dict:
     cfg = settings.vector
-    embedder = OnnxEmbedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size)
+    embedder = open_embedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size, role=Role.QUERY)
     vectors = embedder.embed(queries)
-    out: dict = {"collection": collection, "queries": len(queries)}
+    out: dict = {"collection": collection, "embedder": cfg.embedder, "dim": embedder.dim, "queries": len(queries)}
 
     started = time.perf_counter()
     store = EdgeStore(path=settings.data_dir / "qdrant-edge", dim=embedder.dim, settings=cfg, quiet_s=3600)

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# docs/performance.md section 5, the static-minilm (model2vec) columns: one corpus size per call,
+#   docs/perf/scale-static.sh 5k|100k|1m
+# Every figure it writes is of "static-minilm (model2vec) vectors", not MiniLM's. Steps, each logged with
+# its clock time to docs/perf/scale-static-<size>/progress.log and resumable (a step whose output exists
+# is skipped; the embedding cache and the indexed stores stay in $DATA between calls):
+#   1. the corpus and its vectors (`scale-corpus --embed --embedder static-minilm`; SciFact for 5k: the
+#      vector service embeds it while indexing);
+#   2. a stack of its own (ports moved by $SHIFT from the test ports, its own data dir; no LLM, no
+#      metrics ports), the corpus indexed through the gateway, then the wait for the vector store's HNSW
+#      build (the "optimized" line of its log);
+#   3. FAST, 1 worker closed loop, 30 s (p50 / p99, the services' RSS); a written document's visibility;
+#      the same FAST queries at 25 QPS alone and beside 100 documents/s written (p99 ratio);
+#   4. the stack stopped: store-probe (reopen, ANN recall@10 against the exact scan on the same static
+#      vectors), the stores' size on disk; scale-static-<size>.json gathers it all.
+# Environment: HS (the hybridsearch command; default .venv/bin/hybridsearch), SHIFT (300), DATA (var/scale-static),
+# STEP_TIMEOUT (seconds a step may take, default 5400).
+set -euo pipefail
+SIZE=${1:?usage: scale-static.sh 5k|100k|1m}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+HS=${HS:-$ROOT/.venv/bin/hybridsearch}
+SHIFT=${SHIFT:-300}
+DATA=${DATA:-$ROOT/var/scale-static}
+STEP_TIMEOUT=${STEP_TIMEOUT:-5400}
+SCIFACT=$ROOT/../shared/datasets/scifact
+CACHE=${CACHE:-$HOME/.cache/hybridsearch/scale}
+case $SIZE in
+  5k) CORPUS=$SCIFACT; PASSAGES=0 ;;
+  100k) PASSAGES=100000 ;;
+  1m) PASSAGES=1000000 ;;
+  *) echo "size: 5k, 100k or 1m" >&2; exit 2 ;;
+esac
+[ "$PASSAGES" = 0 ] || CORPUS=$CACHE/scale-$PASSAGES/corpus.jsonl.gz
+COLLECTION=static-$SIZE
+OUT=$ROOT/docs/perf/scale-static-$SIZE
+mkdir -p "$OUT" "$DATA"
+
+export COLUMNS=250 HYBRIDSEARCH_DATA_DIR=$DATA HYBRIDSEARCH_MODELS_DIR=$ROOT/var/models
+export HYBRIDSEARCH_VECTOR__EMBEDDER=static-minilm HYBRIDSEARCH_METRICS_PORT=0 HYBRIDSEARCH_EXPANSION__LLM_SERVE=
+export HYBRIDSEARCH_ENDPOINTS__GATEWAY_PORT=$((21051 + SHIFT)) HYBRIDSEARCH_ENDPOINTS__BM25_PORT=$((21052 + SHIFT))
+export HYBRIDSEARCH_ENDPOINTS__VECTOR_PORT=$((21053 + SHIFT)) HYBRIDSEARCH_ENDPOINTS__EXPANSION_PORT=$((21054 + SHIFT))
+export HYBRIDSEARCH_ENDPOINTS__FUSION_PORT=$((21055 + SHIFT))
+export HYBRIDSEARCH_EXPANSION__REDIS_URL=redis://127.0.0.1:$((26379 + SHIFT))/0
+export HYBRIDSEARCH_RERANK__TRITON_URL=127.0.0.1:$((28001 + SHIFT)) HYBRIDSEARCH_RERANK__TRITON_HTTP_PORT=$((28000 + SHIFT))
+export HYBRIDSEARCH_RERANK__TRITON_METRICS_PORT=$((28002 + SHIFT))
+
+log() { echo "$(date -u +%FT%TZ) $*" | tee -a "$OUT/progress.log"; }
+step() {  # step NAME DONE_FILE COMMAND...: runs COMMAND (bounded) unless DONE_FILE exists; its seconds logged
+  local name=$1 done=$2; shift 2
+  if [ -e "$done" ]; then log "$name: done before ($done)"; return; fi
+  log "$name: start"; local t0=$SECONDS
+  timeout "$STEP_TIMEOUT" "$@"
+  log "$name: finished in $((SECONDS - t0)) s"
+}
+
+STACK=
+stop_stack() { [ -z "$STACK" ] || { kill -TERM "$STACK" 2>/dev/null || true; wait "$STACK" 2>/dev/null || true; STACK=; }; }
+trap stop_stack EXIT
+
+if [ "$PASSAGES" != 0 ]; then
+  step embed "$OUT/embed.txt.done" bash -c "$HS scale-corpus --size $PASSAGES --out $CACHE --embed --embedder static-minilm \
+    --data-dir $DATA > $OUT/embed.txt 2>&1 && cp $CACHE/scale-$PASSAGES/embedding-static-minilm.json $OUT/embedding.json \
+    && touch $OUT/embed.txt.done"
+fi
+
+if [ ! -e "$OUT/probe.json" ]; then
+  log "stack: starting (data dir $DATA, gateway port $HYBRIDSEARCH_ENDPOINTS__GATEWAY_PORT)"
+  $HS serve all > "$OUT/stack.txt" 2>&1 & STACK=$!
+  for _ in $(seq 600); do grep -q "stack is up" "$OUT/stack.txt" && break; kill -0 "$STACK"; sleep 1; done
+  grep -q "stack is up" "$OUT/stack.txt"
+  log "stack: up"
+  built=$(grep -c "optimized $COLLECTION " "$DATA/logs/vector.log" 2>/dev/null || true)
+  step index "$OUT/index.txt.done" bash -c "$HS index $CORPUS -c $COLLECTION > $OUT/index.txt 2>&1 \
+    && touch $OUT/index.txt.done"
+  # The store builds HNSW once writes pause; searches wait for it. Wait until a build after the bulk load is logged.
+  if [ "$PASSAGES" != 0 ]; then
+    log "hnsw: waiting for the build"
+    for _ in $(seq "$STEP_TIMEOUT"); do
+      [ "$(grep -c "optimized $COLLECTION " "$DATA/logs/vector.log" || true)" -gt "${built:-0}" ] && break; sleep 1
+    done
+    grep "optimized $COLLECTION " "$DATA/logs/vector.log" > "$OUT/hnsw.txt" || true
+    log "hnsw: $(tail -1 "$OUT/hnsw.txt")"
+  fi
+  step fast "$OUT/closed1/loadtest.json" $HS loadtest closed --workers 1 --duration 30 --scenario fast \
+    --queries-from "$SCIFACT" -c "$COLLECTION" --rss --out "$OUT/closed1"
+  step visibility "$OUT/visibility.json" $HS write-visibility -c "$COLLECTION" --writes 20 --json-out "$OUT/visibility.json"
+  step mixed "$OUT/mixed/loadtest.json" $HS loadtest mixed --rate 25 --duration 30 --write-rate 100 --write-batch 10 \
+    --write-corpus "$SCIFACT" --scenario fast --queries-from "$SCIFACT" -c "$COLLECTION" --rss --out "$OUT/mixed"
+  stop_stack
+  log "stack: stopped"
+  step probe "$OUT/probe.json" $HS store-probe -c "$COLLECTION" --queries-from "$SCIFACT" --json-out "$OUT/probe.json"
+fi
+python3 "$ROOT/docs/perf/scale_summary.py" "$OUT" "$SIZE" > "$ROOT/docs/perf/scale-static-$SIZE.json"
+log "summary: docs/perf/scale-static-$SIZE.json"
