@@ -14,7 +14,8 @@
 #   4. the stack stopped: store-probe (reopen, ANN recall@10 against the exact scan on the same static
 #      vectors), the stores' size on disk; scale-static-<size>.json gathers it all.
 # Environment: HS (the hybridsearch command; default .venv/bin/hybridsearch), SHIFT (300), DATA (var/scale-static),
-# STEP_TIMEOUT (seconds a step may take, default 5400).
+# STEP_TIMEOUT (seconds a step may take, default 5400), BATCH (documents per Upsert while indexing, default 64
+# as `hybridsearch index`; the 1M run used 500: one BM25 commit per request).
 set -euo pipefail
 SIZE=${1:?usage: scale-static.sh 5k|100k|1m}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,6 +23,7 @@ HS=${HS:-$ROOT/.venv/bin/hybridsearch}
 SHIFT=${SHIFT:-300}
 DATA=${DATA:-$ROOT/var/scale-static}
 STEP_TIMEOUT=${STEP_TIMEOUT:-5400}
+BATCH=${BATCH:-64}
 SCIFACT=$ROOT/../shared/datasets/scifact
 CACHE=${CACHE:-$HOME/.cache/hybridsearch/scale}
 case $SIZE in
@@ -54,6 +56,10 @@ step() {  # step NAME DONE_FILE COMMAND...: runs COMMAND (bounded) unless DONE_F
 }
 
 STACK=
+alive() {  # after a load step: a stack that stopped meanwhile (killed from outside) voids the step's figures
+  kill -0 "$STACK" 2>/dev/null && ! grep -q "stopping" "$OUT/stack.txt" && return
+  log "$1: the stack stopped during the step; its output moved to $2.void"; rm -rf "$2.void"; mv "$2" "$2.void"; exit 1
+}
 stop_stack() { [ -z "$STACK" ] || { kill -TERM "$STACK" 2>/dev/null || true; wait "$STACK" 2>/dev/null || true; STACK=; }; }
 trap stop_stack EXIT
 
@@ -70,7 +76,7 @@ if [ ! -e "$OUT/probe.json" ]; then
   grep -q "stack is up" "$OUT/stack.txt"
   log "stack: up"
   built=$(grep -c "optimized $COLLECTION " "$DATA/logs/vector.log" 2>/dev/null || true)
-  step index "$OUT/index.txt.done" bash -c "$HS index $CORPUS -c $COLLECTION > $OUT/index.txt 2>&1 \
+  step index "$OUT/index.txt.done" bash -c "$HS index $CORPUS -c $COLLECTION --batch-size $BATCH > $OUT/index.txt 2>&1 \
     && touch $OUT/index.txt.done"
   # The store builds HNSW once writes pause; searches wait for it. Wait until a build after the bulk load is logged.
   if [ "$PASSAGES" != 0 ]; then
@@ -83,9 +89,12 @@ if [ ! -e "$OUT/probe.json" ]; then
   fi
   step fast "$OUT/closed1/loadtest.json" $HS loadtest closed --workers 1 --duration 30 --scenario fast \
     --queries-from "$SCIFACT" -c "$COLLECTION" --rss --out "$OUT/closed1"
+  alive fast "$OUT/closed1"
   step visibility "$OUT/visibility.json" $HS write-visibility -c "$COLLECTION" --writes 20 --json-out "$OUT/visibility.json"
+  alive visibility "$OUT/visibility.json"
   step mixed "$OUT/mixed/loadtest.json" $HS loadtest mixed --rate 25 --duration 30 --write-rate 100 --write-batch 10 \
     --write-corpus "$SCIFACT" --scenario fast --queries-from "$SCIFACT" -c "$COLLECTION" --rss --out "$OUT/mixed"
+  alive mixed "$OUT/mixed"
   stop_stack
   log "stack: stopped"
   step probe "$OUT/probe.json" $HS store-probe -c "$COLLECTION" --queries-from "$SCIFACT" --json-out "$OUT/probe.json"

@@ -268,6 +268,41 @@ def bm25_scale(
         json_out.write_text(json.dumps(result, indent=2))
 
 
+@app.command("vector-scale", rich_help_panel=TOOLS)
+def vector_scale(
+    corpus: Annotated[Path, typer.Argument(exists=True, help="a corpus.jsonl(.gz), e.g. scale-corpus's")],
+    queries_from: Annotated[Path, typer.Option(exists=True, file_okay=False, help="a BEIR folder: its queries")],
+    data_dir: Annotated[Path, typer.Option(help="the folder for the store (never a stack's data dir); its cache/embeddings.sqlite is read")],
+    embedder: Annotated[Optional[str], typer.Option(help="whose vectors (default: vector.embedder); static-minilm: model2vec bench vectors")] = None,
+    batch: Annotated[int, typer.Option(min=1, help="documents a write")] = 500,
+    limit: Annotated[int, typer.Option(help="the first N queries")] = 300,
+    writes: Annotated[int, typer.Option(min=1, help="single writes whose visibility is measured")] = 20,
+    json_out: Annotated[Optional[Path], typer.Option("--json-out")] = None,
+):
+    """The vector store alone at a corpus size: bulk load, HNSW build, reopen, recall@10 against exact
+    search, search p50/p99, memory, disk, a write's visibility."""
+    with tool_imports("vector-scale"):
+        from hybridsearch.corpus import read_queries
+        from hybridsearch.tools.perf.vector_scale import COLLECTION, run
+        from hybridsearch.vector.embedder import EMBEDDERS
+
+    base = get_settings()
+    name = embedder or base.vector.embedder
+    if name not in EMBEDDERS:
+        raise typer.BadParameter(f"unknown embedder {name!r}: choose one of {', '.join(EMBEDDERS)}", param_hint="--embedder")
+    if (data_dir / "qdrant-edge" / COLLECTION).exists():
+        raise typer.BadParameter(f"{data_dir} already holds a {COLLECTION} store", param_hint="--data-dir")
+    settings = base.model_copy(update={"data_dir": data_dir,
+                                       "vector": base.vector.model_copy(update={"embedder": name})})
+    queries = list(read_queries(queries_from).values())[:limit]
+    with progress_bar() as progress:
+        task = progress.add_task(f"loading {corpus.name}", total=None)
+        result = run(settings, corpus, queries, name, batch, lambda n: progress.update(task, completed=n), writes)
+    console.print_json(data=result)
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
+
+
 @app.command("store-probe", rich_help_panel=TOOLS)
 def store_probe(
     collection: Annotated[str, typer.Option("--collection", "-c", help="a collection of the stopped stack's data dir")],

@@ -30,7 +30,8 @@ from hybridsearch.vector.e5 import Role
 from hybridsearch.vector.embedder import open_embedder
 
 
-async def probe(settings: Settings, collection: str, queries: list[str], depth: int = 100) -> dict:
+async def probe(settings: Settings, collection: str, queries: list[str], depth: int = 100, bm25: bool = True) -> dict:
+    """The figures above; without `bm25`, the vector store's alone (a data dir with no BM25 index)."""
     cfg = settings.vector
     embedder = open_embedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size, role=Role.QUERY)
     vectors = embedder.embed(queries)
@@ -65,7 +66,12 @@ async def probe(settings: Settings, collection: str, queries: list[str], depth: 
         out[f"ann_recall@{k}"] = round(recall_at_k(ann, exact, k), 4)
         out[f"ann_p50_ms@{k}"], out[f"exact_p50_ms@{k}"] = (round(float(np.median(ann_ms)), 2),
                                                            round(float(np.median(exact_ms)), 2))
+        out[f"ann_p99_ms@{k}"] = round(float(np.percentile(ann_ms, 99)), 2)
     await store.close()
+    out["vector_disk_mib"] = data_size_mib(settings.data_dir / "qdrant-edge" / collection)
+    if not bm25:
+        out["probe_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        return out
 
     started = time.perf_counter()
     bm25 = build_engine(settings)
@@ -73,7 +79,6 @@ async def probe(settings: Settings, collection: str, queries: list[str], depth: 
     out["bm25_reopen_s"] = round(time.perf_counter() - started, 3)
     out["bm25_chunks"] = (await bm25.stats(collection)).chunks
     await bm25.close()
-    out["vector_disk_mib"] = data_size_mib(settings.data_dir / "qdrant-edge" / collection)
     out["bm25_disk_mib"] = data_size_mib(settings.data_dir / "bm25-tantivy" / collection)
     out["probe_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return out
