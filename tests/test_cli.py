@@ -41,7 +41,7 @@ PANELS = {
     "Search and index": ["index", "query"],
     "Operate": ["doctor", "reconcile", "certs", "keys"],
     "Developer tools": ["bench", "bench-report", "levers", "tune", "train-reranker", "loadtest", "speed",
-                        "scale-corpus", "bm25-scale", "store-probe", "dashboards"],
+                        "scale-corpus", "write-visibility", "bm25-scale", "vector-scale", "store-probe", "dashboards"],
 }
 
 

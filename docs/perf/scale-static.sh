@@ -8,18 +8,19 @@
 #      vector service embeds it while indexing);
 #   2. a stack of its own (ports moved by $SHIFT from the test ports, its own data dir; no LLM, no
 #      metrics ports), the corpus indexed through the gateway, then the wait for the vector store's HNSW
-#      build (the "optimized" line of its log);
+#      build (until vector searches answer again; the builds' lines of its log go to hnsw.txt);
 #   3. FAST, 1 worker closed loop, 30 s (p50 / p99, the services' RSS); a written document's visibility;
 #      the same FAST queries at 25 QPS alone and beside 100 documents/s written (p99 ratio);
 #   4. the stack stopped: store-probe (reopen, ANN recall@10 against the exact scan on the same static
 #      vectors), the stores' size on disk; scale-static-<size>.json gathers it all.
-# Environment: HS (the hybridsearch command; default .venv/bin/hybridsearch), SHIFT (300), DATA (var/scale-static),
+# Environment: HS (the hybridsearch command; default .venv/bin/hybridsearch), PY (its python), SHIFT (300), DATA (var/scale-static),
 # STEP_TIMEOUT (seconds a step may take, default 5400), BATCH (documents per Upsert while indexing, default 64
 # as `hybridsearch index`; the 1M run used 500: one BM25 commit per request).
 set -euo pipefail
 SIZE=${1:?usage: scale-static.sh 5k|100k|1m}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HS=${HS:-$ROOT/.venv/bin/hybridsearch}
+PY=${PY:-$ROOT/.venv/bin/python}
 SHIFT=${SHIFT:-300}
 DATA=${DATA:-$ROOT/var/scale-static}
 STEP_TIMEOUT=${STEP_TIMEOUT:-5400}
@@ -75,18 +76,28 @@ if [ ! -e "$OUT/probe.json" ]; then
   for _ in $(seq 600); do grep -q "stack is up" "$OUT/stack.txt" && break; kill -0 "$STACK"; sleep 1; done
   grep -q "stack is up" "$OUT/stack.txt"
   log "stack: up"
-  built=$(grep -c "optimized $COLLECTION " "$DATA/logs/vector.log" 2>/dev/null || true)
   step index "$OUT/index.txt.done" bash -c "$HS index $CORPUS -c $COLLECTION --batch-size $BATCH > $OUT/index.txt 2>&1 \
     && touch $OUT/index.txt.done"
-  # The store builds HNSW once writes pause; searches wait for it. Wait until a build after the bulk load is logged.
-  if [ "$PASSAGES" != 0 ]; then
-    log "hnsw: waiting for the build"
-    for _ in $(seq "$STEP_TIMEOUT"); do
-      [ "$(grep -c "optimized $COLLECTION " "$DATA/logs/vector.log" || true)" -gt "${built:-0}" ] && break; sleep 1
-    done
-    grep "optimized $COLLECTION " "$DATA/logs/vector.log" > "$OUT/hnsw.txt" || true
-    log "hnsw: $(tail -1 "$OUT/hnsw.txt")"
-  fi
+  # The store builds HNSW once writes pause (2 s), holding the vector service's GIL: no search is answered
+  # meanwhile. Wait until three vector searches in a row, 2 s apart, answer within a second.
+  log "hnsw: waiting for the build after the bulk load"
+  sleep 5
+  timeout "$STEP_TIMEOUT" $PY - "$COLLECTION" <<'WAIT'
+import sys, time
+from hybridsearch.client import GatewayClient
+client, good = GatewayClient(), 0
+while good < 3:
+    started = time.perf_counter()
+    try:
+        hits = client.search("protein folding", collection=sys.argv[1], mode="vector", effort="fast", rerank=False,
+                             timeout=30).hits
+        good = good + 1 if hits and time.perf_counter() - started < 1.0 else 0
+    except Exception:
+        good = 0
+    time.sleep(2)
+WAIT
+  grep "optimized $COLLECTION " "$DATA/logs/vector.log" > "$OUT/hnsw.txt" || true
+  log "hnsw: vector searches answer; builds so far: $(wc -l < "$OUT/hnsw.txt")"
   step fast "$OUT/closed1/loadtest.json" $HS loadtest closed --workers 1 --duration 30 --scenario fast \
     --queries-from "$SCIFACT" -c "$COLLECTION" --rss --out "$OUT/closed1"
   alive fast "$OUT/closed1"
