@@ -277,6 +277,7 @@ def vector_scale(
     batch: Annotated[int, typer.Option(min=1, help="documents a write")] = 500,
     limit: Annotated[int, typer.Option(help="the first N queries")] = 300,
     writes: Annotated[int, typer.Option(min=1, help="single writes whose visibility is measured")] = 20,
+    documents: Annotated[Optional[int], typer.Option(min=1, help="the corpus's first N documents (default: all)")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json-out")] = None,
 ):
     """The vector store alone at a corpus size: bulk load, HNSW build, reopen, recall@10 against exact
@@ -297,7 +298,8 @@ def vector_scale(
     queries = list(read_queries(queries_from).values())[:limit]
     with progress_bar() as progress:
         task = progress.add_task(f"loading {corpus.name}", total=None)
-        result = run(settings, corpus, queries, name, batch, lambda n: progress.update(task, completed=n), writes)
+        result = run(settings, corpus, queries, name, batch, lambda n: progress.update(task, completed=n), writes,
+                     documents)
     console.print_json(data=result)
     if json_out:
         json_out.write_text(json.dumps(result, indent=2))

@@ -19,6 +19,7 @@ engine costs at 1M, beside bm25_scale.py's BM25 figures.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import resource
 import time
 from pathlib import Path
@@ -44,11 +45,13 @@ def _texts(chunks) -> list[str]:
     return [indexed_text(c.title, c.heading, c.text) for c in chunks]
 
 
-async def _load(settings: Settings, corpus: Path, cache: EmbeddingCache, batch: int, progress) -> dict:
+async def _load(settings: Settings, corpus: Path, cache: EmbeddingCache, batch: int, progress,
+                documents_limit: int | None) -> dict:
     store = EdgeStore(path=settings.data_dir / "qdrant-edge", dim=cache.dim, settings=settings.vector,
                       quiet_s=NEVER, max_defer_s=NEVER)
     words = settings.vector.chunk_words or settings.chunk_words
     documents, _ = read_documents(corpus)
+    documents = itertools.islice(documents, documents_limit)
     count, chunks_written, embed_s, write_s, pending = 0, 0, 0.0, 0.0, []
     started = time.perf_counter()
 
@@ -112,12 +115,13 @@ async def _visibility(settings: Settings, cache: EmbeddingCache, writes: int) ->
 
 
 def run(settings: Settings, corpus: Path, queries: list[str], embedder: str, batch: int = 500,
-        progress=lambda n: None, writes: int = 20) -> dict:
+        progress=lambda n: None, writes: int = 20, documents_limit: int | None = None) -> dict:
+    """The figures above for the corpus's first `documents_limit` documents (all: None)."""
     cfg = settings.vector
     cache = EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite",
                            open_embedder(embedder, cfg.max_seq_length, cfg.batch_size), cfg.max_seq_length)
     out = {"corpus": str(corpus), "embedder": embedder, "dim": cache.dim, "batch": batch}
-    out.update(asyncio.run(_load(settings, corpus, cache, batch, progress)))
+    out.update(asyncio.run(_load(settings, corpus, cache, batch, progress, documents_limit)))
     out["peak_rss_after_build_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     probed = asyncio.run(probe(settings, COLLECTION, queries, bm25=False))
     out.update({k: v for k, v in probed.items() if k not in ("collection", "embedder", "dim")})

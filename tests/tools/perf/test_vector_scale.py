@@ -18,10 +18,10 @@ def test_loads_builds_and_probes_a_corpus(tmp_path):
     settings = Settings(data_dir=tmp_path / "data", vector={"embedder": "static-minilm"})
     seen = []
     result = run(settings, corpus, ["protein energy", "music and law"], "static-minilm", batch=100,
-                 progress=seen.append, writes=3)
+                 progress=seen.append, writes=3, documents_limit=240)
     assert seen == [100, 200]
-    assert (result["documents"], result["chunks"], result["vector_points"], result["dim"]) == (250, 250, 250, 256)
-    assert result["embedded_now"] == 250 and result["hnsw_build_s"] >= 0
+    assert (result["documents"], result["chunks"], result["vector_points"], result["dim"]) == (240, 240, 240, 256)
+    assert result["embedded_now"] == 240 and result["hnsw_build_s"] >= 0
     assert result["ann_recall@10"] == 1.0  # below the full-scan threshold: the served search is exact
     # A write is searchable when it returns, and the probe's writes are gone afterwards.
     assert result["visibility"]["on_first_search"] == 3
