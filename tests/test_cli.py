@@ -61,7 +61,8 @@ PANELS = {
     "Search and index": ["index", "query", "stats", "collections", "docs", "shell"],
     "Operate": ["doctor", "reconcile", "certs", "keys"],
     "Developer tools": ["bench", "bench-report", "levers", "tune", "train-reranker", "loadtest", "speed",
-                        "scale-corpus", "bm25-scale", "store-probe", "hop-cost", "dashboards"],
+                        "scale-corpus", "write-visibility", "bm25-scale", "vector-scale", "store-probe", "hop-cost",
+                        "dashboards"],
 }
 
 

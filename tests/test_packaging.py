@@ -28,6 +28,7 @@ IMPORT_NAMES = {
     "matplotlib": {"matplotlib", "mpl_toolkits"},
     "threadpoolctl": {"threadpoolctl"},
     "grafana-foundation-sdk": {"grafana_foundation_sdk"},
+    "model2vec": {"model2vec"},
 }
 # The serving path: the services, what they share, the clients, the stack's launcher and supervisor, doctor,
 # and the CLI itself (`hybridsearch serve` imports every command module).

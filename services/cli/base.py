@@ -37,6 +37,7 @@ TOOLS_EXTRA = {
     "matplotlib": "matplotlib",
     "threadpoolctl": "threadpoolctl",
     "grafana_foundation_sdk": "grafana-foundation-sdk",
+    "model2vec": "model2vec",
 }
 INSTALL_TOOLS = "pip install 'hybridsearch[tools]'"
 

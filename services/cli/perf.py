@@ -235,23 +235,46 @@ def scale_corpus(
     seed: Annotated[int, typer.Option()] = 15,
     shared: Annotated[Path, typer.Option(help="the shared folder (training passages, datasets)")] = Path("../shared"),
     threads: Annotated[int, typer.Option(help="embedding threads (0: up to 4); 1 leaves a core to other work")] = 0,
+    embedder: Annotated[Optional[str], typer.Option(help="the embedder whose vectors --embed caches (default: vector.embedder); "
+                                                         "static-minilm: model2vec bench vectors, a million in minutes; serve "
+                                                         "the stack with HYBRIDSEARCH_VECTOR__EMBEDDER set to the same")] = None,
 ):
     """Builds a 100k / 1M passage corpus (BEIR layout) and, with --embed, its vectors (resumable)."""
     with tool_imports("scale-corpus"):
         from hybridsearch.tools.perf.scale import embed_corpus, write_corpus
-        from hybridsearch.vector.embedder import EmbeddingCache, OnnxEmbedder
+        from hybridsearch.vector.embedder import EMBEDDERS, EmbeddingCache, open_embedder
 
     settings = get_settings()
+    cfg = settings.vector
+    name = embedder or cfg.embedder
+    if name not in EMBEDDERS:
+        raise typer.BadParameter(f"unknown embedder {name!r}: choose one of {', '.join(EMBEDDERS)}", param_hint="--embedder")
     corpus = write_corpus(shared, size, out, seed)
     console.print(f"corpus: {corpus}")
     if embed:
-        cfg = settings.vector
         cache_path = (data_dir or settings.data_dir) / "cache" / "embeddings.sqlite"
-        cache = EmbeddingCache(cache_path, OnnxEmbedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size, threads), cfg.max_seq_length)
+        cache = EmbeddingCache(cache_path, open_embedder(name, cfg.max_seq_length, cfg.batch_size, threads), cfg.max_seq_length)
         with progress_bar() as progress:
-            task = progress.add_task(f"embedding {size:,} passages", total=size)
+            task = progress.add_task(f"embedding {size:,} passages ({name})", total=size)
             record = embed_corpus(corpus, cache, progress=lambda n: progress.advance(task, n))
         console.print(f"embedding cache {cache_path}: {record}")
+
+
+@app.command("write-visibility", rich_help_panel=TOOLS)
+def write_visibility(
+    collection: Annotated[str, typer.Option("--collection", "-c", help="a collection of the running stack")],
+    writes: Annotated[int, typer.Option(min=1, help="documents written, one Upsert each (deleted afterwards)")] = 20,
+    json_out: Annotated[Optional[Path], typer.Option("--json-out")] = None,
+):
+    """How soon a written document is found by each leg of a running gateway (tools.perf.visibility)."""
+    with tool_imports("write-visibility"):
+        from hybridsearch.tools.perf.visibility import measure
+
+    with gateway_client() as client:
+        result = measure(client, collection, writes)
+    console.print_json(data=result)
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
 
 
 @app.command("bm25-scale", rich_help_panel=TOOLS)
@@ -276,6 +299,43 @@ def bm25_scale(
     with progress_bar() as progress:
         task = progress.add_task(f"indexing {corpus.name}", total=None)
         result = run(settings, corpus, queries, progress=lambda n: progress.update(task, completed=n), writers=writers)
+    console.print_json(data=result)
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
+
+
+@app.command("vector-scale", rich_help_panel=TOOLS)
+def vector_scale(
+    corpus: Annotated[Path, typer.Argument(exists=True, help="a corpus.jsonl(.gz), e.g. scale-corpus's")],
+    queries_from: Annotated[Path, typer.Option(exists=True, file_okay=False, help="a BEIR folder: its queries")],
+    data_dir: Annotated[Path, typer.Option(help="the folder for the store (never a stack's data dir); its cache/embeddings.sqlite is read")],
+    embedder: Annotated[Optional[str], typer.Option(help="whose vectors (default: vector.embedder); static-minilm: model2vec bench vectors")] = None,
+    batch: Annotated[int, typer.Option(min=1, help="documents a write")] = 500,
+    limit: Annotated[int, typer.Option(help="the first N queries")] = 300,
+    writes: Annotated[int, typer.Option(min=1, help="single writes whose visibility is measured")] = 20,
+    documents: Annotated[Optional[int], typer.Option(min=1, help="the corpus's first N documents (default: all)")] = None,
+    json_out: Annotated[Optional[Path], typer.Option("--json-out")] = None,
+):
+    """The vector store alone at a corpus size: bulk load, HNSW build, reopen, recall@10 against exact
+    search, search p50/p99, memory, disk, a write's visibility."""
+    with tool_imports("vector-scale"):
+        from hybridsearch.corpus import read_queries
+        from hybridsearch.tools.perf.vector_scale import COLLECTION, run
+        from hybridsearch.vector.embedder import EMBEDDERS
+
+    base = get_settings()
+    name = embedder or base.vector.embedder
+    if name not in EMBEDDERS:
+        raise typer.BadParameter(f"unknown embedder {name!r}: choose one of {', '.join(EMBEDDERS)}", param_hint="--embedder")
+    if (data_dir / "qdrant-edge" / COLLECTION).exists():
+        raise typer.BadParameter(f"{data_dir} already holds a {COLLECTION} store", param_hint="--data-dir")
+    settings = base.model_copy(update={"data_dir": data_dir,
+                                       "vector": base.vector.model_copy(update={"embedder": name})})
+    queries = list(read_queries(queries_from).values())[:limit]
+    with progress_bar() as progress:
+        task = progress.add_task(f"loading {corpus.name}", total=None)
+        result = run(settings, corpus, queries, name, batch, lambda n: progress.update(task, completed=n), writes,
+                     documents)
     console.print_json(data=result)
     if json_out:
         json_out.write_text(json.dumps(result, indent=2))

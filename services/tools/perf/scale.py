@@ -13,8 +13,10 @@ That is about 51k passages. The rest is generated, deterministically from a seed
     the previous word drawn from the bigram counts of the whole real text (falling back to the unigram
     distribution), which keeps the global Zipf distribution of the real text and a local word order an
     embedding model reads as text.
-Vectors are real MiniLM embeddings of that text, computed once (`hybridsearch scale-corpus --embed`) into
-the vector service's embedding cache, in slices, so an interrupted run keeps what it finished.
+Vectors are real embeddings of that text, computed once (`hybridsearch scale-corpus --embed`) into the
+vector service's embedding cache, in slices, so an interrupted run keeps what it finished: MiniLM's
+(~60 passages/s here), or with `--embedder static-minilm` a model2vec model distilled from MiniLM
+(vector/static.py; thousands a second, bench vectors only, labelled as such wherever they are reported).
 """
 
 from __future__ import annotations
@@ -154,12 +156,19 @@ def write_corpus(shared: Path, size: int, out: Path, seed: int = 15) -> Path:
     return path
 
 
+def embedding_log(corpus: Path, embedder: str) -> Path:
+    """Where an embedder's one-off cost for a corpus is kept (MiniLM's kept its first name, embedding.json)."""
+    return corpus.parent / ("embedding.json" if embedder == "minilm-fp32" else f"embedding-{embedder}.json")
+
+
 def embed_corpus(corpus: Path, cache: EmbeddingCache, slice_size: int = 4096, progress=None) -> dict:
     """Fills the embedding cache with every passage's vector (what the vector service will embed: the
-    indexed text of its one chunk). Resumable: cached passages cost a lookup. Adds this run's embedding
-    time to embedding.json next to the corpus, so the one-off cost is known after several sessions."""
-    log_path = corpus.parent / "embedding.json"
-    record = json.loads(log_path.read_text()) if log_path.exists() else {"seconds": 0.0, "embedded": 0}
+    indexed text of its one chunk), by the cache's embedder. Resumable: cached passages cost a lookup.
+    Adds this run's embedding time to embedding_log(corpus, embedder), so the one-off cost is known after
+    several sessions."""
+    log_path = embedding_log(corpus, cache.name)
+    record = (json.loads(log_path.read_text()) if log_path.exists()
+              else {"embedder": cache.name, "dim": cache.dim, "seconds": 0.0, "embedded": 0})
     texts: list[str] = []
 
     def flush() -> None:
@@ -169,6 +178,7 @@ def embed_corpus(corpus: Path, cache: EmbeddingCache, slice_size: int = 4096, pr
         if cache.misses > before:
             record["seconds"] = round(record["seconds"] + time.perf_counter() - started, 1)
             record["embedded"] += cache.misses - before
+            record["passages_per_s"] = round(record["embedded"] / max(record["seconds"], 0.1), 1)
             log_path.write_text(json.dumps(record, indent=2))
         if progress:
             progress(len(texts))

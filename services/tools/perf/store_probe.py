@@ -7,7 +7,8 @@ Run with the services stopped (each engine holds its data dir's writer lock):
 - reopen: the time from nothing to a first answered search, for the vector store (qdrant-edge shard
   load) and the BM25 store (tantivy index open), each in a fresh engine object;
 - ANN recall@10: the vector store's HNSW answer (the served search parameters) against the same
-  shard's exact scan, on real query embeddings, at the leg's own depth as well as at 10;
+  shard's exact scan, on real query embeddings by the configured embedder (the vectors the store holds:
+  vector.embedder), at the leg's own depth as well as at 10;
 - the processes' peak RSS after opening (this probe's own, not the services').
 """
 
@@ -25,14 +26,16 @@ from hybridsearch.bm25.service import build_engine
 from hybridsearch.common.config import Settings
 from hybridsearch.tools.perf.edge_bench import recall_at_k
 from hybridsearch.vector.edge import EdgeStore
-from hybridsearch.vector.embedder import OnnxEmbedder
+from hybridsearch.vector.e5 import Role
+from hybridsearch.vector.embedder import open_embedder
 
 
-async def probe(settings: Settings, collection: str, queries: list[str], depth: int = 100) -> dict:
+async def probe(settings: Settings, collection: str, queries: list[str], depth: int = 100, bm25: bool = True) -> dict:
+    """The figures above; without `bm25`, the vector store's alone (a data dir with no BM25 index)."""
     cfg = settings.vector
-    embedder = OnnxEmbedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size)
+    embedder = open_embedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size, role=Role.QUERY)
     vectors = embedder.embed(queries)
-    out: dict = {"collection": collection, "queries": len(queries)}
+    out: dict = {"collection": collection, "embedder": cfg.embedder, "dim": embedder.dim, "queries": len(queries)}
 
     started = time.perf_counter()
     store = EdgeStore(path=settings.data_dir / "qdrant-edge", dim=embedder.dim, settings=cfg, quiet_s=3600)
@@ -63,7 +66,12 @@ async def probe(settings: Settings, collection: str, queries: list[str], depth: 
         out[f"ann_recall@{k}"] = round(recall_at_k(ann, exact, k), 4)
         out[f"ann_p50_ms@{k}"], out[f"exact_p50_ms@{k}"] = (round(float(np.median(ann_ms)), 2),
                                                            round(float(np.median(exact_ms)), 2))
+        out[f"ann_p99_ms@{k}"] = round(float(np.percentile(ann_ms, 99)), 2)
     await store.close()
+    out["vector_disk_mib"] = data_size_mib(settings.data_dir / "qdrant-edge" / collection)
+    if not bm25:
+        out["probe_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        return out
 
     started = time.perf_counter()
     bm25 = build_engine(settings)
@@ -71,7 +79,6 @@ async def probe(settings: Settings, collection: str, queries: list[str], depth: 
     out["bm25_reopen_s"] = round(time.perf_counter() - started, 3)
     out["bm25_chunks"] = (await bm25.stats(collection)).chunks
     await bm25.close()
-    out["vector_disk_mib"] = data_size_mib(settings.data_dir / "qdrant-edge" / collection)
     out["bm25_disk_mib"] = data_size_mib(settings.data_dir / "bm25-tantivy" / collection)
     out["probe_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return out

@@ -1,0 +1,131 @@
+"""The vector store at a corpus size, in-process, with no BM25 side and no gRPC: what the vector leg's
+engine costs at 1M, beside bm25_scale.py's BM25 figures.
+
+    hybridsearch vector-scale ~/.cache/hybridsearch/scale/scale-1000000/corpus.jsonl.gz \
+        --queries-from ../shared/datasets/scifact --data-dir /tmp/vector-1m --embedder static-minilm
+
+- bulk load: the corpus chunked as the gateway chunks it, each batch's vectors from the embedding cache
+  (`scale-corpus --embed` fills it; a miss is embedded here), written into the service's own store
+  (qdrant-edge, the served settings) with no index build in between; load seconds, and within them the
+  embedding's and the writes';
+- HNSW build: one optimize() after the bulk load (what the store runs once writes pause), timed;
+- then store_probe's figures on the same data dir: reopen, ANN recall@10 / @100 against the exact scan of
+  the same vectors, search p50 / p99 in the engine, disk;
+- a written document's visibility: `writes` new passages written one at a time into the built store,
+  each searched for by its own vector right after its write returns;
+- the process's peak resident memory (the embedder and the cache's connection included).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import resource
+import time
+from pathlib import Path
+
+import numpy as np
+import qdrant_edge as qe
+
+from hybridsearch.common.chunking import indexed_text
+from hybridsearch.common.config import Settings
+from hybridsearch.corpus import read_documents
+from hybridsearch.gateway.ingest import document_chunks
+from hybridsearch.tools.perf.store_probe import data_size_mib, probe
+from hybridsearch.v1 import ingest_pb2
+from hybridsearch.vector.edge import EdgeStore
+from hybridsearch.vector.embedder import EmbeddingCache, open_embedder
+from hybridsearch.vector.store import point_id
+
+COLLECTION = "vector-scale"
+NEVER = 1e9  # no background build during the bulk load: the store builds once, after it
+
+
+def _texts(chunks) -> list[str]:
+    return [indexed_text(c.title, c.heading, c.text) for c in chunks]
+
+
+async def _load(settings: Settings, corpus: Path, cache: EmbeddingCache, batch: int, progress,
+                documents_limit: int | None) -> dict:
+    store = EdgeStore(path=settings.data_dir / "qdrant-edge", dim=cache.dim, settings=settings.vector,
+                      quiet_s=NEVER, max_defer_s=NEVER)
+    words = settings.vector.chunk_words or settings.chunk_words
+    documents, _ = read_documents(corpus)
+    documents = itertools.islice(documents, documents_limit)
+    count, chunks_written, embed_s, write_s, pending = 0, 0, 0.0, 0.0, []
+    started = time.perf_counter()
+
+    async def flush() -> None:
+        nonlocal chunks_written, embed_s, write_s, pending
+        t = time.perf_counter()
+        vectors = await asyncio.to_thread(cache.embed, _texts(pending))
+        embed_s += time.perf_counter() - t
+        t = time.perf_counter()
+        chunks_written += (await store.write(COLLECTION, pending, vectors)).chunks_written
+        write_s += time.perf_counter() - t
+        pending = []
+
+    for doc in documents:
+        pending += document_chunks(doc, words, settings.vector.chunk_overlap_words)
+        count += 1
+        if count % batch == 0:
+            await flush()
+            progress(count)
+    if pending:
+        await flush()
+    load_s = time.perf_counter() - started
+    started = time.perf_counter()
+    await store.optimize(COLLECTION)
+    build_s = time.perf_counter() - started
+    await store.close()
+    return {"documents": count, "chunks": chunks_written, "load_s": round(load_s, 1),
+            "load_docs_per_s": round(count / load_s, 1), "embed_s": round(embed_s, 1), "write_s": round(write_s, 1),
+            "embedded_now": cache.misses, "hnsw_build_s": round(build_s, 1)}
+
+
+async def _visibility(settings: Settings, cache: EmbeddingCache, writes: int) -> dict:
+    """Each new passage written alone, then searched for by its own vector: ms from the write call until
+    a search holds it, and how many were found by the first search."""
+    store = EdgeStore(path=settings.data_dir / "qdrant-edge", dim=cache.dim, settings=settings.vector,
+                      quiet_s=NEVER, max_defer_s=NEVER)
+    shard = await store._shard(COLLECTION)
+    times, first_found = [], 0
+    for i in range(writes):
+        doc = ingest_pb2.Document(id=f"visibility-{i}", text=f"a passage written into the built store, number {i}: "
+                                                             "visibility of one write at scale")
+        chunks = document_chunks(doc, settings.chunk_words, settings.chunk_overlap_words)
+        vectors = cache.embedder.embed(_texts(chunks))
+        wanted = str(point_id(doc.id, 0))
+        started = time.perf_counter()
+        await store.write(COLLECTION, chunks, vectors)
+        first = True
+        while True:
+            (hits,) = shard.query_batch(qe.QueryBatchRequest([qe.QueryRequest(
+                limit=10, query=qe.Query.Nearest(vectors[0].tolist()), params=store._search_params,
+                with_payload=False, with_vector=False)]))
+            if any(str(h.id) == wanted for h in hits):
+                break
+            first = False
+        times.append((time.perf_counter() - started) * 1000)
+        first_found += first
+    await store.delete(COLLECTION, [f"visibility-{i}" for i in range(writes)])
+    await store.close()
+    return {"writes": writes, "visible_p50_ms": round(float(np.median(times)), 2),
+            "visible_max_ms": round(float(np.max(times)), 2), "on_first_search": first_found}
+
+
+def run(settings: Settings, corpus: Path, queries: list[str], embedder: str, batch: int = 500,
+        progress=lambda n: None, writes: int = 20, documents_limit: int | None = None) -> dict:
+    """The figures above for the corpus's first `documents_limit` documents (all: None)."""
+    cfg = settings.vector
+    cache = EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite",
+                           open_embedder(embedder, cfg.max_seq_length, cfg.batch_size), cfg.max_seq_length)
+    out = {"corpus": str(corpus), "embedder": embedder, "dim": cache.dim, "batch": batch}
+    out.update(asyncio.run(_load(settings, corpus, cache, batch, progress, documents_limit)))
+    out["peak_rss_after_build_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    probed = asyncio.run(probe(settings, COLLECTION, queries, bm25=False))
+    out.update({k: v for k, v in probed.items() if k not in ("collection", "embedder", "dim")})
+    out["visibility"] = asyncio.run(_visibility(settings, cache, writes))
+    out["vector_disk_mib"] = data_size_mib(settings.data_dir / "qdrant-edge" / COLLECTION)
+    out["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return out
