@@ -18,16 +18,17 @@ mkdir -p "$OLD/.shim" "$OLD/build/protos" && ln -sfn "$OLD/services" "$OLD/.shim
 (cd "$OLD" && rm -rf build/protos && mkdir -p build/protos services/v1 && "$NEW/.venv/bin/python" -m grpc_tools.protoc -Iprotos \
   --python_out=build/protos --grpc_python_out=build/protos --pyi_out=build/protos protos/hybridsearch/v1/*.proto \
   && cp build/protos/hybridsearch/v1/*.py services/v1/ && touch services/v1/__init__.py)
-stop() {
-  pkill -TERM -f "hybridsearch(.cli)? serve all"
-  for _ in $(seq 1 60); do pgrep -f "hybridsearch.cli serve |supervisord" >/dev/null || break; sleep 1; done
+stop() {  # this script's stack only (its pid file, its supervisord): never another one on the machine
+  if [ -f "$NEW/var/ab-serve.pid" ]; then kill -TERM "$(cat "$NEW/var/ab-serve.pid")" 2>/dev/null; rm -f "$NEW/var/ab-serve.pid"; fi
+  for _ in $(seq 1 60); do pgrep -f "$NEW/var/supervisor/supervisord.conf" >/dev/null || break; sleep 1; done
 }
 start() {  # $1: the tree to serve from
   rm -f "$NEW/var/ab-serve.log"
   if [ "$1" = "$OLD" ]; then
-    (cd "$OLD" && PYTHONPATH="$OLD/.shim" nohup "$NEW/.venv/bin/python" -m hybridsearch.cli serve all > "$NEW/var/ab-serve.log" 2>&1 &)
+    (cd "$OLD" && PYTHONPATH="$OLD/.shim" nohup "$NEW/.venv/bin/python" -m hybridsearch.cli serve all > "$NEW/var/ab-serve.log" 2>&1 &
+     echo $! > "$NEW/var/ab-serve.pid")
   else
-    (nohup "$NEW/.venv/bin/hybridsearch" serve all > "$NEW/var/ab-serve.log" 2>&1 &)
+    (nohup "$NEW/.venv/bin/hybridsearch" serve all > "$NEW/var/ab-serve.log" 2>&1 & echo $! > "$NEW/var/ab-serve.pid")
   fi
   for _ in $(seq 1 180); do grep -q "stack is up" "$NEW/var/ab-serve.log" 2>/dev/null && return; sleep 1; done
   echo "the stack did not come up: var/ab-serve.log" >&2; exit 1
