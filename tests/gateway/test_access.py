@@ -210,6 +210,7 @@ def test_the_cli_finds_the_admin_key_and_the_ca_without_flags(secure_stack, tena
     docs = [ingest_pb2.Document(id="okapi.md", title="Okapi", text="okapi bm25 weighs term frequency and length")]
     with closing(gateway(secure_stack)) as admin:  # no key given: the local admin key, as the CLI finds it
         admin.index("default", docs)
+        admin.index("team-c-docs", docs)
     found = cli("query", "okapi term frequency", "--json", "-n", "3")
     assert found.returncode == 0, found.stderr
     assert '"doc_id": "okapi.md"' in found.stdout
@@ -218,8 +219,11 @@ def test_the_cli_finds_the_admin_key_and_the_ca_without_flags(secure_stack, tena
     made = cli("keys", "create", "--tenant", "team-c", "--read", "team-c-*")
     assert made.returncode == 0 and made.stdout.strip().startswith("hs_")
     assert made.stdout.strip() not in (secure_stack.settings.data_dir / "auth" / "keys.yaml").read_text()
-    allowed = cli("query", "okapi", "-c", "team-c-docs", HYBRIDSEARCH_API_KEY=made.stdout.strip())
-    assert allowed.returncode == 0, allowed.stderr  # allowed: an empty collection answers with no hits
+    allowed = cli("query", "okapi", "-c", "team-c-docs", "--json", HYBRIDSEARCH_API_KEY=made.stdout.strip())
+    assert allowed.returncode == 0, allowed.stderr
+    assert '"doc_id": "okapi.md"' in allowed.stdout
+    elsewhere = cli("query", "okapi", "-c", "team-c-nothing", HYBRIDSEARCH_API_KEY=made.stdout.strip())
+    assert elsewhere.returncode == 2 and "NOT_FOUND" in elsewhere.stderr  # allowed, and told it does not exist
 
 
 def secrets_of(stack, tenants) -> list[str]:

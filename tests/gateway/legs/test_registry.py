@@ -6,7 +6,7 @@ from hybridsearch.common.collections import CollectionConfig
 from hybridsearch.common.config import Settings
 from hybridsearch.common import legs
 from hybridsearch.gateway.legs.registry import LEGS, build
-from hybridsearch.gateway.request import plan_search
+from hybridsearch.gateway.request import SHOWN_FIELDS, plan_search
 from hybridsearch.v1 import common_pb2, search_pb2
 
 BM25, VECTOR, TAG = common_pb2.LEG_BM25, common_pb2.LEG_VECTOR, common_pb2.LEG_TAG
@@ -19,9 +19,9 @@ def settings(**collections) -> Settings:
     return Settings(collections={name: CollectionConfig(**body) for name, body in collections.items()})
 
 
-def plan(mode=HYBRID, collection="default", effort=common_pb2.EFFORT_BALANCED, s=None):
+def plan(mode=HYBRID, collection="default", effort=common_pb2.EFFORT_BALANCED, s=None, **request):
     return plan_search(search_pb2.SearchRequest(query="postgres indexing", mode=mode, collection=collection,
-                                                effort=effort), s or Settings())
+                                                effort=effort, **request), s or Settings())
 
 
 def test_every_leg_is_keyed_by_its_own_enum_with_a_unique_name():
@@ -73,5 +73,7 @@ def test_leg_requests():
 def test_a_plan_asks_the_legs_for_the_fields_its_boosts_and_tags_read():
     s = settings(notes={"boosts": [{"field": "type", "value": "decision", "fusion": 1.3},
                                    {"field": "status", "value": "done", "fusion": 0.6}], "tags_field": "topics"})
-    assert plan(collection="notes", s=s).metadata_fields == ["status", "topics", "type"]
-    assert plan(s=s).metadata_fields == ["tags"]  # the answer's tag distribution
+    # the boosts' fields, the tags field (the answer's tag distribution), and what every hit shows (path, type...)
+    assert plan(collection="notes", s=s).metadata_fields == sorted({"status", "topics", "type", *SHOWN_FIELDS})
+    assert plan(s=s).metadata_fields == sorted({"tags", *SHOWN_FIELDS})
+    assert plan(s=s, return_metadata=["author"]).metadata_fields == sorted({"tags", "author", *SHOWN_FIELDS})
