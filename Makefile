@@ -103,7 +103,7 @@ proto-check:
 
 test: install llm mpnet static-minilm
 	$(SYSTEM) prometheus npm tmux
-	$(BIN)/python -m pytest -q --durations=25 tests --ignore=tests/faults
+	scripts/test-suite.sh $(BIN)/python
 
 # Kill -9 each part under load, network faults through a user-space proxy (docs/faults.md); the kill
 # table goes to var/faults/kill-drill.json and the console.
