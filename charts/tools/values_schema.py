@@ -46,6 +46,7 @@ CHART_MANAGED = {
     "api_key": "what a client sends, never a server setting",
     "collections": "values.collections (HYBRIDSEARCH_COLLECTIONS, JSON)",
     "paging.secret": "paging.existingSecret or the chart's Secret, never a value",
+    "sealing.keys_file": "sealing.keysSecret: a Secret, never a value",
     "collections_file": "values.collections",
 }
 
@@ -255,6 +256,7 @@ def chart_schema() -> dict:
             }
         ),
         "paging": obj({"existingSecret": {"type": "string"}}),
+        "sealing": obj({"keysSecret": {"type": "string"}, "key": {"type": "string", "minLength": 1}}),
         "externalOpenSearch": obj({"url": url("https?")}),
         "externalQdrant": obj(
             {

@@ -142,6 +142,9 @@ def speed(
     budget: Annotated[bool, typer.Option("--budget/--no-budget", help="a second pass with explain: stage timings")] = True,
     cpu: Annotated[bool, typer.Option("--cpu/--no-cpu", help="CPU ms per answer of every stack process (their CPU clocks between calls)")] = True,
     json_out: Annotated[Optional[Path], typer.Option("--json-out", help="write the figures here")] = None,
+    collections: Annotated[str, typer.Option(help="comma list of collections already holding the corpus, each mode "
+                                                  "run on each, alternated (default: its bench collection, indexed "
+                                                  "when needed)")] = "",
 ):
     """Sequential latency and CPU per answer through a running gateway, interleaved with the in-process
     library baseline."""
@@ -153,14 +156,17 @@ def speed(
         from hybridsearch.tools.perf.load.memory import discover
         from hybridsearch.tools.perf.procs import cpu_ns_of
         from hybridsearch.tools.perf.speed import (SPEED_MODES, budget_markdown, cpu_figures, cpu_markdown,
-                                                   default_embeds, run_speed, stage_budget, to_markdown)
+                                                   default_embeds, run_speed, speed_columns, stage_budget,
+                                                   to_markdown)
 
     wanted = [m.strip() for m in modes.split(",") if m.strip()]
     if unknown := [m for m in wanted if m not in SPEED_MODES]:
         raise typer.BadParameter(f"unknown modes {unknown}: choose from {', '.join(SPEED_MODES)}")
     settings = get_settings()
     client = gateway_client()
-    collection = collection_name(folder, settings)
+    named = [c.strip() for c in collections.split(",") if c.strip()]
+    collection = named[0] if named else collection_name(folder, settings)
+    wanted = speed_columns(wanted, named)
     queries, qrels = load_judged_queries(folder, limit)
     pids = discover() if cpu else {}
     if cpu and "gateway" not in pids:
@@ -169,7 +175,8 @@ def speed(
         pids = {}
     with progress_bar() as progress:
         task = progress.add_task(f"indexing {folder.name}", total=None)
-        ensure_indexed(client, folder, collection, progress=lambda n: progress.advance(task, n))
+        if not named:
+            ensure_indexed(client, folder, collection, progress=lambda n: progress.advance(task, n))
         progress.add_task("building the in-process baseline", total=None)
         documents = [BaselineDocument(d.id, d.title, d.text) for d in read_beir_corpus(beir_corpus_file(folder))]
         baseline = LibraryBaseline.build(documents, settings.data_dir / "cache" / "embeddings.sqlite",
@@ -184,6 +191,7 @@ def speed(
             result["budget"], counted = stage_budget(client, queries, collection, wanted, top_k)
             embeds.update(counted)
     result["dataset"] = folder.resolve().name
+    result["collections"] = named or [collection]
     result["cpu"]["processes"] = pids
     # The vector leg reports its cache lookups (explain) only with a cache level on: the stack's own word,
     # where the budget pass ran; these settings' otherwise.

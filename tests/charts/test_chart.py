@@ -314,6 +314,9 @@ BAD_VALUES = {
     "bad image pull policy": ({"image": {"pullPolicy": "Sometimes"}}, "/image/pullPolicy"),
     "replicas as a string": ({"fusion": {"replicas": "two"}}, "/fusion/replicas"),
     "negative GPU count": ({"triton": {"gpu": -1}}, "/triton/gpu"),
+    # a keys file path under config would bypass the Secret: keys never belong in values
+    "sealing keys file as a setting": ({"config": {"sealing": {"keys_file": "/keys.yaml"}}}, "keys_file"),
+    "misspelt sealing secret": ({"sealing": {"keySecret": "k"}}, "keySecret"),
     "port out of range": ({"bm25": {"port": 70000}}, "/bm25/port"),
     "misspelt setting": ({"config": {"fusion": {"methd": "rrf"}}}, "methd"),
     "unknown fusion method": ({"config": {"fusion": {"method": "borda"}}}, "/config/fusion/method"),
@@ -628,3 +631,55 @@ def test_the_charts_python_services_are_the_service_table():
     listed = helpers.split('{{- define "hybridsearch.pythonServices" -}}', 1)[1].split("{{- end }}", 1)[0].split()
     assert tuple(listed) == services.NAMES
     assert all((CHART / "templates" / f"{name}.yaml").exists() for name in services.NAMES)
+
+
+# Sealed collections' keys: the components that read them (_access.tpl's hybridsearch.sealingKeyReaders).
+SEALING_KEY_READERS = {"gateway", "expansion", "reconcile"}
+
+
+def pod_spec(doc: dict) -> dict:
+    spec = doc["spec"]["jobTemplate"]["spec"] if doc["kind"] == "CronJob" else doc["spec"]
+    return spec["template"]["spec"]
+
+
+def test_the_sealing_keys_secret_is_mounted_only_where_keys_are_read(helm):
+    """sealing.keysSecret: a read-only directory mount (no subPath: a rotated Secret reaches running pods) and
+    HYBRIDSEARCH_SEALING__KEYS_FILE in the gateway, expansion and reconcile pods, nothing in the others."""
+    sealed = render(helm, "--set", "sealing.keysSecret=search-sealing", "--set", "reconcile.collections={notes}",
+                    "--set", "collections.notes.sealed=true")
+    plain = render(helm, "--set", "reconcile.collections={notes}")
+    pods = {**{c: find(sealed, "Deployment", c) for c in (*PYTHON_SERVICES, "triton")},
+            "reconcile": find(sealed, "CronJob", "reconcile")}
+    assert set(pods) > SEALING_KEY_READERS
+    for component, doc in pods.items():
+        spec = pod_spec(doc)
+        container = spec["containers"][0]
+        env = {e["name"]: e.get("value") for e in container.get("env", [])}
+        volumes = {v["name"]: v for v in spec.get("volumes", [])}
+        mounts = {m["name"]: m for m in container.get("volumeMounts", [])}
+        reads = component in SEALING_KEY_READERS
+        assert ("sealing-keys" in volumes) == ("sealing-keys" in mounts) == reads, component
+        assert (env.get("HYBRIDSEARCH_SEALING__KEYS_FILE") == "/etc/hybridsearch/sealing/keys.yaml") == reads, component
+        if reads:
+            assert volumes["sealing-keys"]["secret"] == {"secretName": "search-sealing", "defaultMode": 0o440,
+                                                         "items": [{"key": "keys.yaml", "path": "keys.yaml"}]}
+            assert mounts["sealing-keys"] == {"name": "sealing-keys", "mountPath": "/etc/hybridsearch/sealing",
+                                              "readOnly": True}  # a directory: no subPath
+        assert "search-sealing" not in yaml.safe_dump(doc) or reads, component
+    assert not [d for d in sealed if d["kind"] == "Secret" and d["metadata"]["name"] == "search-sealing"]  # not made
+    for component in SEALING_KEY_READERS:  # off without the value
+        doc = find(plain, "CronJob" if component == "reconcile" else "Deployment", component)
+        assert "sealing-keys" not in yaml.safe_dump(pod_spec(doc)) and "SEALING" not in yaml.safe_dump(doc)
+    renamed = find(render(helm, "--set", "sealing.keysSecret=s", "--set", "sealing.key=collections.yaml"),
+                   "Deployment", "gateway")
+    items = {v["name"]: v for v in pod_spec(renamed)["volumes"]}["sealing-keys"]["secret"]["items"]
+    assert items == [{"key": "collections.yaml", "path": "keys.yaml"}]
+
+
+def test_a_sealed_collection_without_the_keys_secret_is_refused_at_render(helm):
+    result = run_helm(helm, "template", "--set", "collections.notes.sealed=true")
+    assert result.returncode != 0 and "collections.notes is sealed: set sealing.keysSecret" in result.stderr
+    assert run_helm(helm, "template", "--set", "collections.notes.sealed=false").returncode == 0
+    for command in ("template", "lint"):
+        ok = run_helm(helm, command, "--set", "collections.notes.sealed=true", "--set", "sealing.keysSecret=k")
+        assert ok.returncode == 0, ok.stdout + ok.stderr

@@ -10,6 +10,33 @@ cert-manager's keys (tls.crt, tls.key, ca.crt); without a secretName the chart m
 {{- .Values.auth.existingSecret | default (printf "%s-api-keys" (include "hybridsearch.fullname" .)) }}
 {{- end }}
 
+{{/*
+Sealed collections' keys (docs/security.md "Sealed at rest"): the Secret sealing.keysSecret, mounted read-only
+as a directory (no subPath: a Secret applied anew reaches running pods by the kubelet's symlink swap, which
+the keys file reader watches) into the components that read keys, and only those: the gateway seals writes
+and opens answers, expansion reads its feedback probe's texts and seals its cache, reconcile copies sealed
+records between the stores. bm25, vector, fusion and Triton never hold a key.
+*/}}
+{{- define "hybridsearch.sealingKeyReaders" -}}
+gateway expansion reconcile
+{{- end }}
+
+{{/* Whether this component mounts the sealing keys: "true" or empty. Args: root, name. */}}
+{{- define "hybridsearch.readsSealingKeys" -}}
+{{- if and .root.Values.sealing.keysSecret (has .name (splitList " " (include "hybridsearch.sealingKeyReaders" .root))) }}true{{- end }}
+{{- end }}
+
+{{/* A sealed collection without the Secret its keys come from is refused at render, not at its first write. */}}
+{{- define "hybridsearch.sealingCheck" -}}
+{{- if not .Values.sealing.keysSecret }}
+{{- range $name, $c := .Values.collections }}
+{{- if and (kindIs "map" $c) $c.sealed }}
+{{- fail (printf "collections.%s is sealed: set sealing.keysSecret to the Secret holding its key (docs/security.md)" $name) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* Whether a component's probes can be native gRPC: the kubelet's gRPC probe speaks no TLS. Args: root. */}}
 {{- define "hybridsearch.plaintextProbes" -}}
 {{- if not .Values.tls.enabled }}true{{- end }}
@@ -31,6 +58,9 @@ cert-manager's keys (tls.crt, tls.key, ca.crt); without a secretName the chart m
 {{- if and $v.auth.enabled (eq .name "gateway") }}
 {{- $_ := set $env "HYBRIDSEARCH_AUTH__KEYS_FILE" "/etc/hybridsearch/auth/keys.yaml" }}
 {{- end }}
+{{- if include "hybridsearch.readsSealingKeys" . }}
+{{- $_ := set $env "HYBRIDSEARCH_SEALING__KEYS_FILE" "/etc/hybridsearch/sealing/keys.yaml" }}
+{{- end }}
 {{- toYaml $env }}
 {{- end }}
 
@@ -50,6 +80,11 @@ cert-manager's keys (tls.crt, tls.key, ca.crt); without a secretName the chart m
 {{- if and $v.auth.enabled (eq .name "gateway") }}
 - name: api-keys
   mountPath: /etc/hybridsearch/auth
+  readOnly: true
+{{- end }}
+{{- if include "hybridsearch.readsSealingKeys" . }}
+- name: sealing-keys
+  mountPath: /etc/hybridsearch/sealing
   readOnly: true
 {{- end }}
 {{- end }}
@@ -76,6 +111,15 @@ cert-manager's keys (tls.crt, tls.key, ca.crt); without a secretName the chart m
     defaultMode: 0440
     items:
       - key: {{ $v.auth.key }}
+        path: keys.yaml
+{{- end }}
+{{- if include "hybridsearch.readsSealingKeys" . }}
+- name: sealing-keys
+  secret:
+    secretName: {{ $v.sealing.keysSecret }}
+    defaultMode: 0440
+    items:
+      - key: {{ $v.sealing.key }}
         path: keys.yaml
 {{- end }}
 {{- end }}

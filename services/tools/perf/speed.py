@@ -20,6 +20,10 @@ count is a fresh query's: with the stack's query vector cache on, a mode that fi
 cached (every mode after the first to embed it here, and the warm-up's queries) embeds nothing, so the
 split is left out and the columns are the cached stack's (`cpu.query_cache`); start the stack with the
 cache off (cpu.QUERY_CACHE_OFF_ENV) for fresh-query figures.
+
+Several collections (`--collections`, e.g. a plain and a sealed copy of one corpus): every mode runs on
+each, a column per mode and collection (`fast@scifact-sealed`), the collections' order flipped from one
+query to the next, so neither always runs first (docs/perf/sealed-cost.sh).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +64,34 @@ SPEED_MODES: dict[str, SpeedMode] = {
 }
 
 
+COLUMN_SEP = "@"  # a column of several collections' run: MODE@COLLECTION
+
+
+def speed_columns(modes: list[str], collections: Sequence[str]) -> list[str]:
+    """The run's columns: the modes themselves for one collection; MODE@COLLECTION for several."""
+    if len(collections) <= 1:
+        return list(modes)
+    return [f"{mode}{COLUMN_SEP}{collection}" for mode in modes for collection in collections]
+
+
+def column_request(column: str, query: str, collection: str, top_k: int,
+                   explain: bool = False) -> search_pb2.SearchRequest:
+    """The request of one column: its mode, on its own collection (MODE@COLLECTION) or `collection`."""
+    mode, _, own = column.partition(COLUMN_SEP)
+    return SPEED_MODES[mode].request(query, own or collection, top_k, explain)
+
+
+def query_order(columns: list[str], index: int) -> list[str]:
+    """The columns in the order the `index`th query runs them: each mode's collections reversed every other
+    query (a collection that always ran second would find warmer caches)."""
+    if index % 2 == 0 or COLUMN_SEP not in "".join(columns):
+        return columns
+    by_mode: dict[str, list[str]] = defaultdict(list)
+    for c in columns:
+        by_mode[c.partition(COLUMN_SEP)[0]].append(c)
+    return [c for group in by_mode.values() for c in reversed(group)]
+
+
 def summarise(latencies: list[float]) -> dict[str, float]:
     values = np.asarray(latencies)
     return {f"p{q}_ms": round(float(np.percentile(values, q)), 2) for q in (50, 95, 99)}
@@ -73,9 +105,10 @@ def _ranked_run(doc_ids: list[str]) -> dict[str, float]:
 def run_speed(client: GatewayClient, baseline: LibraryBaseline, queries: dict[str, str], qrels: dict,
               collection: str, modes: list[str], top_k: int = 10, warmup: int = 20, progress=None,
               cpu: CpuProbe | None = None) -> dict:
-    """Latency percentiles, nDCG@10 and the p50 ratio to the baseline for the baseline and each mode; with
-    `cpu` (a reading of the stack processes' CPU clocks) the CPU per answer of each mode too (`result["cpu"]`,
-    which always has the baseline's; the figures against the baseline's come with `cpu_figures`)."""
+    """Latency percentiles, nDCG@10 and the p50 ratio to the baseline for the baseline and each mode (or
+    column, `speed_columns`); with `cpu` (a reading of the stack processes' CPU clocks) the CPU per answer of
+    each too (`result["cpu"]`, which always has the baseline's; the figures against the baseline's come with
+    `cpu_figures`)."""
     columns = [BASELINE, *modes]
     latencies: dict[str, list[float]] = defaultdict(list)
     hops: dict[str, list[float]] = defaultdict(list)  # client-observed minus the gateway's own took_ms
@@ -86,18 +119,18 @@ def run_speed(client: GatewayClient, baseline: LibraryBaseline, queries: dict[st
     for text in texts[:warmup]:  # untimed: load models, open collections, fill connection pools
         baseline.search(text, top_k)
         for name in modes:
-            client.search(SPEED_MODES[name].request(text, collection, top_k))
+            client.search(column_request(name, text, collection, top_k))
     mark = cpu() if cpu else {}
-    for qid, text in queries.items():
+    for index, (qid, text) in enumerate(queries.items()):
         call = baseline.measured_search(text, top_k)
         calls.append(call)
         latencies[BASELINE].append(call.wall_ms)
         runs[BASELINE][qid] = _ranked_run(call.hits)
         if cpu:  # the stack's CPU while the baseline ran: background and trailing work
             mark = ledger.charge(BASELINE, mark, cpu())
-        for name in modes:
+        for name in query_order(modes, index):
             started = time.perf_counter()
-            response = client.search(SPEED_MODES[name].request(text, collection, top_k))
+            response = client.search(column_request(name, text, collection, top_k))
             elapsed = (time.perf_counter() - started) * 1000
             if cpu:
                 mark = ledger.charge(name, mark, cpu())
@@ -132,7 +165,7 @@ def baseline_cpu(calls: list[BaselineCall]) -> dict[str, float]:
 
 def default_embeds(modes: list[str]) -> dict[str, float | None]:
     """Query texts embedded per answer as far as the mode alone tells (None: expansion's variants decide)."""
-    return {name: QUERY_EMBEDS.get(name) for name in modes}
+    return {name: QUERY_EMBEDS.get(name.partition(COLUMN_SEP)[0]) for name in modes}
 
 
 def cpu_figures(result: dict, embeds: Mapping[str, float | None], query_cache: bool = False) -> None:
@@ -169,11 +202,11 @@ def stage_budget(client: GatewayClient, queries: dict[str, str], collection: str
         stages: dict[str, list[float]] = defaultdict(list)
         embedded: list[int] = []
         for text in queries.values():
-            response = client.search(SPEED_MODES[name].request(text, collection, top_k, explain=True))
+            response = client.search(column_request(name, text, collection, top_k, explain=True))
             for timing in response.explain.timings:
                 stages[timing.stage].append(timing.ms)
             stages["gateway total (took_ms)"].append(response.took_ms)
-            embedded.append(embedded_texts(response, SPEED_MODES[name]))
+            embedded.append(embedded_texts(response, SPEED_MODES[name.partition(COLUMN_SEP)[0]]))
         budget[name] = {stage: round(statistics.median(values), 2) for stage, values in stages.items()}
         embeds[name] = round(statistics.fmean(embedded), 3) if embedded else 0.0
     return budget, embeds
