@@ -69,6 +69,16 @@ def key_counts(documents: list[common_pb2.StoredDocument]) -> Counter:
     return Counter(k for d in documents for k in (d.key_ids or [""]))
 
 
+def describe(active: str, counts: dict[Store, Counter]) -> str:
+    """Doctor's line for a sealed collection: its documents per key id in each store, or how far a rotation is."""
+    old = {store: sum(n for k, n in c.items() if k != active) for store, c in counts.items()}
+    if any(old.values()):
+        return "rotation in progress: " + ", ".join(
+            f"{store.value} {old[store]} of {sum(c.values())} records under an old key" for store, c in counts.items())
+    return "; ".join(f"{store.value}: " + (", ".join(f"{k or 'unsealed'}={n}" for k, n in sorted(c.items())) or "empty")
+                     for store, c in counts.items())
+
+
 class Rotator:
     """Reseals collections against the two store services (their internal gRPC APIs), as reconcile does."""
 

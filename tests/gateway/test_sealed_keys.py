@@ -148,6 +148,9 @@ def test_a_half_done_rotation_still_matches_every_document_and_its_old_key_canno
     assert counts[Store.BM25] == {second.active: 60, first: DOCS - 60}  # three batches of twenty, bm25 first
     assert counts[Store.VECTOR] == {first: DOCS}
     assert_every_document_is_matched(client)  # records under two keys, hashes of both matched
+    doctor = subprocess.run([sys.executable, "-m", "hybridsearch.cli", "doctor"], env={**stack.test_env, "COLUMNS": "250"},
+                            capture_output=True, text=True, timeout=120).stdout
+    assert f"key {second.active}" in doctor and "bm25 140 of 200 records under an old key" in doctor, doctor
     code, out = run_cli(stack, "retire", "-c", ROTATED, "--key", first)
     assert code == 2 and "still seals records" in out, out
     assert first in keys_of(stack, ROTATED).keys
