@@ -48,6 +48,9 @@ def run_doctor(out: Console) -> int:
     table.add_row("bm25 settings", "", f"k1={settings.bm25.k1} b={settings.bm25.b} stemmer={settings.bm25.stemmer} "
                   f"stopwords={settings.bm25.stopwords} title_boost={settings.bm25.title_boost}")
 
+    for name, state, detail in asyncio.run(_sealed_rows(settings)):
+        table.add_row(f"sealed {name}", state, detail)
+
     triton = asyncio.run(_triton_state(settings))
     table.add_row("triton (reranker)", *triton)
     out.print(table)
@@ -85,6 +88,40 @@ def _store_engine(name: str, address: str) -> str:
         return ""
     details = ", ".join(f"{k}={v}" for k, v in sorted(stats.details.items()))
     return f"{stats.engine}; default collection: {stats.documents} docs / {stats.chunks} chunks; {details}"
+
+
+async def _sealed_rows(settings) -> list[tuple[str, str, str]]:
+    """Per sealed collection: its active key id and its records per key id in each store (or how far a
+    rotation is), or why it has no key."""
+    from hybridsearch.common.sealing import KeysFile, keys_path
+    from hybridsearch.reconcile.rotate import Rotator, describe
+
+    sealed = sorted(name for name, config in settings.collections.items() if config.sealed)
+    if not sealed:
+        return []
+    file = KeysFile(keys_path(settings))
+    rotator = Rotator(settings)
+    rows = []
+    try:
+        for name in sealed:
+            try:
+                keys = file.collection(name)
+            except (OSError, ValueError) as err:
+                rows.append((name, "[red]NO KEYS FILE[/]", str(err)))
+                continue
+            if keys is None:
+                rows.append((name, "[red]NO KEY[/]", f"`hybridsearch keys create -c {name}`"))
+            elif keys.destroyed is not None:
+                rows.append((name, "ERASED", f"keys {', '.join(keys.destroyed.key_ids)} destroyed at {keys.destroyed.at}"))
+            else:
+                try:
+                    detail = describe(keys.active, await rotator.counts(name))
+                except grpc.RpcError as err:
+                    detail = f"stores not answering ({err.code().name})"
+                rows.append((name, f"key {keys.active}", detail))
+    finally:
+        await rotator.close()
+    return rows
 
 
 async def _triton_state(settings) -> tuple[str, str]:

@@ -299,6 +299,10 @@ class EmbeddedBm25Engine:
         return {"k1": str(self.k1), "b": str(self.b), "analyzer": self.analyzer.name,
                 "title_boost": str(self.title_boost)}
 
+    async def reseal(self, collection, chunks, expected):
+        refuse_sealed(chunks, self.name)  # it keeps no sealed records, so it has none to reseal
+        return UpsertResult(documents_unchanged=len(expected))
+
     async def upsert(self, collection, chunks):
         refuse_sealed(chunks, self.name)
         return await asyncio.to_thread(self._collection(collection).upsert, chunks)

@@ -20,6 +20,10 @@ class LexicalEngine(Protocol):
 
     async def upsert(self, collection: str, chunks: list[common_pb2.Chunk]) -> UpsertResult: ...
 
+    async def reseal(self, collection: str, chunks: list[common_pb2.Chunk], expected: dict[str, str]) -> UpsertResult:
+        """`keys rotate`: documents sealed again, each re-indexed only while still as read (ResealChunksRequest)."""
+        ...
+
     async def delete(self, collection: str, doc_ids: list[str]) -> tuple[int, int]:
         """Returns (documents deleted, chunks deleted)."""
         ...

@@ -358,6 +358,10 @@ class OpenSearchBm25Engine:
                 out[bucket["key"]] = {h["key"]: h["doc_count"] for h in bucket["hashes"]["buckets"]}
         return out
 
+    async def reseal(self, collection: str, chunks: list[common_pb2.Chunk], expected: dict[str, str]) -> UpsertResult:
+        refuse_sealed(chunks, self.name)  # it keeps no sealed records, so it has none to reseal
+        return UpsertResult(documents_unchanged=len(expected))
+
     async def upsert(self, collection: str, chunks: list[common_pb2.Chunk]) -> UpsertResult:
         refuse_sealed(chunks, self.name)
         by_doc = chunks_by_document(chunks)

@@ -48,7 +48,7 @@ from hybridsearch.bm25.group_commit import MAX_GROUP, GroupCommit
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.stores import (
     EngineStats, UpsertResult, SPAN, chunk_from_payload, chunks_by_document, content_of, picked_metadata, span_of,
-    span_payload, stored_content, stored_documents,
+    span_payload, stored_content, stored_documents, unchanged_since,
 )
 from hybridsearch.v1 import common_pb2
 
@@ -81,6 +81,9 @@ def _payload(searcher: tantivy.Searcher, addr: tantivy.DocAddress) -> dict:
 @dataclass(frozen=True)
 class Upsert:
     chunks: list[common_pb2.Chunk]
+    # A reseal (ResealChunksRequest): doc id -> the content hash it was read with; a document whose stored
+    # hash or chunk count is not that any more was written since, and is left alone.
+    expected: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -269,6 +272,10 @@ class _Collection:
                     result = UpsertResult()
                     for doc_id, doc_chunks in chunks_by_document(write.chunks).items():
                         content_hash, count = stored(doc_id)
+                        if write.expected is not None and not unchanged_since(write.expected, doc_id, content_hash,
+                                                                              count, len(doc_chunks)):
+                            result.documents_unchanged += 1
+                            continue
                         if content_hash == doc_chunks[0].content_hash and count == len(doc_chunks):
                             result.documents_unchanged += 1
                             continue
@@ -351,6 +358,12 @@ class TantivyBm25Engine:
 
     async def upsert(self, collection, chunks):
         return await self._write(collection, Upsert(chunks))
+
+    async def reseal(self, collection, chunks, expected):
+        """Re-indexes documents sealed again (their stored payloads replaced), each only while it is unchanged."""
+        if not self._exists(collection):
+            return UpsertResult(documents_unchanged=len(expected))
+        return await self._write(collection, Upsert(chunks, dict(expected)))
 
     async def delete(self, collection, doc_ids):
         if not self._exists(collection):

@@ -5,7 +5,9 @@ refused (FAILED_PRECONDITION, gateway/drop.py) while someone else holds it.
 
 A hold is the key `hybridsearch:hold:<collection>`, its value naming the holder ("reconcile (pid 812 on
 host-a)"), set only if absent, with a TTL that a task renews while the hold lasts: a holder that dies
-leaves a hold that expires within TTL_S. Only the owner releases it (compare-and-delete). Redis errors
+leaves a hold that expires within TTL_S, and one left by a holder of the same name whose process is gone
+from this host (a `kill -9`: its value names the pid and host) is taken over at once. Only the owner
+releases it (compare-and-delete). Redis errors
 reach the caller (redis.exceptions.RedisError, OSError): each decides what running without a hold means.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import secrets
 import logging
 import socket
@@ -28,6 +31,7 @@ TTL_S = 30.0  # a dead holder's hold expires this long after its last renewal (r
 # Renew or release only while the hold is still ours (it may have expired and been taken by another).
 RENEW = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
 RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+HOLDER_VALUE = re.compile(r"(?P<holder>.*) \(pid (?P<pid>\d+) on (?P<host>[^,]+), [0-9a-f]+\)")
 
 
 class Held(Exception):
@@ -40,6 +44,20 @@ class Held(Exception):
 
 def hold_key(collection: str) -> str:
     return f"{KEY_PREFIX}{collection}"
+
+
+def left_by_dead(value: str, holder: str) -> bool:
+    """Whether a hold's value names a holder called `holder` whose process no longer runs on this host."""
+    found = HOLDER_VALUE.fullmatch(value)
+    if found is None or found["holder"] != holder or found["host"] != socket.gethostname():
+        return False
+    try:
+        os.kill(int(found["pid"]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists (another user's): alive
+        return False
+    return False
 
 
 class Holds:
@@ -55,7 +73,11 @@ class Holds:
         value = f"{holder} (pid {os.getpid()} on {socket.gethostname()}, {secrets.token_hex(4)})"
         if not await self.client.set(key, value, nx=True, px=self.ttl_ms):
             current = await self.client.get(key)
-            raise Held(collection, current.decode() if isinstance(current, bytes) else str(current or "another holder"))
+            current = current.decode() if isinstance(current, bytes) else str(current or "another holder")
+            # a hold our own kind left behind when it was killed: released (only if still that one) and taken
+            if not (left_by_dead(current, holder) and await self.client.eval(RELEASE, 1, key, current)
+                    and await self.client.set(key, value, nx=True, px=self.ttl_ms)):
+                raise Held(collection, current)
         renewing = asyncio.create_task(self._renew(key, value))
         try:
             yield

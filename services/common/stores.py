@@ -39,24 +39,26 @@ class EngineUnavailable(RuntimeError):
 
 
 # The payload fields a store keeps per chunk that reconcile lists (vector stores name metadata "meta").
-LISTED_FIELDS = ["doc_id", "position", "content_hash", "written_at_ms"]
+LISTED_FIELDS = ["doc_id", "position", "content_hash", "written_at_ms", "key_id"]
 
 
 def stored_documents(payloads: Iterable[dict]) -> list[common_pb2.StoredDocument]:
-    """Every document in a store's chunk payloads, by id: its hash, chunk count, write time, and whether
-    its chunks are torn (hashes disagree, or positions are not 0..n-1)."""
-    docs: dict[str, tuple[set[str], list[int], int]] = {}
+    """Every document in a store's chunk payloads, by id: its hash, chunk count, write time, whether its
+    chunks are torn (hashes disagree, or positions are not 0..n-1), and a sealed one's key ids."""
+    docs: dict[str, tuple[set[str], list[int], int, set[str]]] = {}
     for p in payloads:
-        hashes, positions, written = docs.setdefault(p["doc_id"], (set(), [], 0))
+        hashes, positions, written, key_ids = docs.setdefault(p["doc_id"], (set(), [], 0, set()))
         hashes.add(p.get("content_hash", ""))
         positions.append(int(p.get("position", 0)))
-        docs[p["doc_id"]] = (hashes, positions, max(written, int(p.get("written_at_ms", 0) or 0)))
+        if p.get("key_id"):
+            key_ids.add(p["key_id"])
+        docs[p["doc_id"]] = (hashes, positions, max(written, int(p.get("written_at_ms", 0) or 0)), key_ids)
     out = []
     for doc_id in sorted(docs):
-        hashes, positions, written = docs[doc_id]
+        hashes, positions, written, key_ids = docs[doc_id]
         out.append(common_pb2.StoredDocument(
             doc_id=doc_id, content_hash=min(hashes), chunks=len(positions), written_at_ms=written,
-            torn=len(hashes) > 1 or sorted(positions) != list(range(len(positions))),
+            torn=len(hashes) > 1 or sorted(positions) != list(range(len(positions))), key_ids=sorted(key_ids),
         ))
     return out
 
@@ -81,6 +83,12 @@ def content_of(p: dict, heading: bool = True) -> dict:
     if heading:
         out["heading"] = p.get("heading", "")
     return out
+
+
+def unchanged_since(expected: dict[str, str], doc_id: str, stored_hash: str | None, stored_chunks: int,
+                    chunks: int) -> bool:
+    """A reseal's check (ResealChunksRequest): the document is still as it was read (hash and chunk count)."""
+    return doc_id in expected and stored_hash == expected[doc_id] and stored_chunks == chunks
 
 
 def refuse_sealed(chunks: Iterable[common_pb2.Chunk], engine: str) -> None:

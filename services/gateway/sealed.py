@@ -1,9 +1,10 @@
 """Sealed collections on the query path (common/sealing.py): what the legs are asked, what the gateway opens.
 
 - **Asked**: a sealed collection's stores hold metadata values and tags as keyed hashes, so the plan's
-  filters and the collection's boost values are hashed with its key before any leg or expansion sees them
+  filters and the collection's boost values are hashed with its keys before any leg or expansion sees them
   (`seal_plan`), and the tag leg is sent the hashes of the query's keywords (legs/tag.py). The stores match
-  on equality as before.
+  on equality as before. Hashed under every key the collection holds (CollectionSeal.digests): while
+  `keys rotate` runs, records hashed under the old key and the new one are both matched.
 - **Opened**: the legs answer sealed records (`LegHit.sealed`), never texts. The gateway opens only the hits
   it reranks and returns (`open_hits`, called by StoredTexts.fill for exactly those), and the chunks it reads
   back for a page (StoredTexts.chunks). The paging cache keeps no title of a sealed collection (respond.py):
@@ -28,7 +29,9 @@ def seal_plan(plan, sealer: Sealer):
     seal = sealer.of(plan.collection)
     if seal is None:
         return replace(plan, parts=parts) if parts else plan
-    boosts = [b.model_copy(update={"value": seal.hash_value(b.field, b.value)}) for b in plan.config.boosts]
+    # a boost per key the collection holds: during a rotation a record carries the hashes of its own key
+    boosts = [b.model_copy(update={"value": value}) for b in plan.config.boosts
+              for value in seal.hash_values(b.field, b.value)]
     return replace(plan, parts=parts, seal=seal, filters=seal.hashed_filters(plan.filters),
                    config=plan.config.model_copy(update={"boosts": boosts}))
 

@@ -242,6 +242,16 @@ class EdgeStore(ChunkPointStore):
         await asyncio.to_thread(shard.update, qe.UpdateOperation.delete_points(ids))
         self._written(collection, len(ids))
 
+    async def _set_payloads(self, collection: str, updates: list[tuple[str, dict]]) -> None:
+        shard = await self._shard(collection, create=True)
+
+        def update() -> None:
+            for point, payload in updates:
+                shard.update(qe.UpdateOperation.set_payload([point], payload))
+
+        await asyncio.to_thread(update)
+        self._written(collection, len(updates))
+
     async def _count(self, collection: str, flt: models.Filter | None) -> int:
         if (shard := await self._shard(collection)) is None:
             return 0

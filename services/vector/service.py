@@ -85,6 +85,10 @@ class VectorEngine:
             result.documents_written, result.chunks_written = written.documents_written, written.chunks_written
         return result
 
+    async def reseal(self, collection, chunks, expected):
+        """Payloads rewritten, vectors kept: a reseal changes no indexed text, so nothing is embedded again."""
+        return await self.store.reseal(collection, chunks, expected, collection_config(self.settings, collection).tags_field)
+
     async def delete(self, collection, doc_ids):
         return await self.store.delete(collection, doc_ids)
 

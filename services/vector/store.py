@@ -22,6 +22,7 @@ from qdrant_client import AsyncQdrantClient, models
 from hybridsearch.common.config import VectorSettings, get_settings
 from hybridsearch.common.stores import (
     CONTENT_FIELDS,
+    unchanged_since,
     LISTED_FIELDS,
     EngineStats,
     UpsertResult,
@@ -134,6 +135,13 @@ def chunk_payload(chunk: common_pb2.Chunk, chunks: int, tags_field: str = "tags"
     }
 
 
+def reseal_payload(chunk: common_pb2.Chunk, tags_field: str = "tags") -> dict:
+    """The payload fields a reseal replaces (chunk_payload's, for a sealed chunk): the sealed record and its key
+    id, the keyed content hash, the hashed metadata and tags."""
+    return {**stored_content(chunk), "content_hash": chunk.content_hash, "meta": dict(chunk.metadata),
+            TAGS: split_tags(chunk.metadata.get(tags_field, ""))}
+
+
 def tag_ranked(payloads: list[dict], keywords: list[str], limit: int) -> list[tuple[dict, int]]:
     """Chunks whose tags the query named, by how many (then document and position), one per document."""
     wanted = set(keywords)
@@ -213,6 +221,10 @@ class ChunkPointStore:
         raise NotImplementedError
 
     async def _delete_points(self, collection: str, ids: list[str]) -> None:
+        raise NotImplementedError
+
+    async def _set_payloads(self, collection: str, updates: list[tuple[str, dict]]) -> None:
+        """Sets these payload fields of these points (the other fields and the vectors stay)."""
         raise NotImplementedError
 
     async def _count(self, collection: str, flt: models.Filter | None) -> int:
@@ -300,6 +312,28 @@ class ChunkPointStore:
             new = set(ids)
             await self._replace(collection, ids, vectors, payloads, [i for i in old if i not in new])
         return UpsertResult(documents_written=len(counts), chunks_written=len(ids))
+
+    async def reseal(self, collection: str, chunks: list[common_pb2.Chunk], expected: dict[str, str],
+                     tags_field: str = "tags") -> UpsertResult:
+        """Documents sealed again (`keys rotate`): the sealed record, hashed metadata and tags and content hash of
+        each chunk replaced in its payload, the vector kept; a document written since it was read (its stored
+        hash or chunk count is not the expected one) is left alone, counted unchanged."""
+        result = UpsertResult()
+        async with self._lock:  # no write of these documents between the check and the update
+            by_doc = chunks_by_document(chunks)
+            heads = await self._heads(collection, list(by_doc))
+            updates = []
+            for doc_id, doc_chunks in by_doc.items():
+                head = heads.get(doc_id, {})
+                if not unchanged_since(expected, doc_id, head.get("content_hash"), head.get("chunks", 0), len(doc_chunks)):
+                    result.documents_unchanged += 1
+                    continue
+                updates += [(point_id(c.doc_id, c.position), reseal_payload(c, tags_field)) for c in doc_chunks]
+                result.documents_written += 1
+                result.chunks_written += len(doc_chunks)
+            if updates:
+                await self._set_payloads(collection, updates)
+        return result
 
     async def delete(self, collection: str, doc_ids: list[str]) -> tuple[int, int]:
         async with self._lock:
@@ -400,6 +434,10 @@ class QdrantStore(ChunkPointStore):
 
     async def _delete_points(self, collection: str, ids: list[str]) -> None:
         await self.client.delete(collection, points_selector=models.PointIdsList(points=ids), wait=True)
+
+    async def _set_payloads(self, collection: str, updates: list[tuple[str, dict]]) -> None:
+        for point, payload in updates:
+            await self.client.set_payload(collection, payload=payload, points=[point], wait=True)
 
     async def _count(self, collection: str, flt: models.Filter | None) -> int:
         return (await self.client.count(collection, count_filter=flt, exact=True)).count

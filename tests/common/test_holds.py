@@ -4,8 +4,11 @@ named, released at the end, renewed while held, and expiring when its holder sto
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -65,4 +68,27 @@ async def test_a_hold_is_renewed_while_held_and_expires_when_its_holder_stops(ur
     await asyncio.sleep(0.4)
     async with holds.hold("notes", "a drop"):
         pass
+    await client.aclose()
+
+
+async def test_a_hold_left_by_a_killed_holder_of_the_same_name_is_taken_over_at_once(url):
+    """A `kill -9`ed rotate leaves its hold; the same command run again on the host takes it (its pid is gone),
+    another kind of holder still waits for the TTL, and a live holder is never taken from."""
+    client = aioredis.Redis.from_url(url)
+    holds = Holds(client)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    left = f"keys rotate (pid {dead.pid} on {socket.gethostname()}, 0badc0de)"
+    await client.set(hold_key("notes"), left, px=30_000)
+    with pytest.raises(Held, match="keys rotate"):  # a drop does not take a rotation's hold
+        async with holds.hold("notes", "a drop"):
+            pass
+    async with holds.hold("notes", "keys rotate"):
+        assert f"pid {os.getpid()}" in await holds.holder("notes")
+    alive = f"keys rotate (pid {os.getpid()} on {socket.gethostname()}, 0badc0de)"
+    await client.set(hold_key("notes"), alive, px=30_000)
+    with pytest.raises(Held, match="keys rotate"):
+        async with holds.hold("notes", "keys rotate"):
+            pass
+    await client.delete(hold_key("notes"))
     await client.aclose()

@@ -18,8 +18,12 @@ from hybridsearch.common.sealing import (
     Sealer,
     SealingError,
     create_collection_key,
+    destroy_keys,
+    finish_rotation,
     keys_path,
     parse_keys_file,
+    retire_key,
+    start_rotation,
 )
 from hybridsearch.common.tags import query_keywords, split_tags
 from hybridsearch.v1 import common_pb2
@@ -158,3 +162,96 @@ def test_reconcile_copies_a_sealed_record_with_its_texts_opened_to_index(seal):
     assert (copy.title, copy.text) == ("Quarzelbrot title", "the zyxquorble passage")
     assert copy.sealed == stored.sealed and copy.content_hash == stored.content_hash  # not hashed a second time
     assert dict(copy.metadata) == dict(stored.metadata) and dict(copy.indexed_metadata) == {"summary": "short flumbrix"}
+
+
+def rotated(tmp_path) -> tuple[CollectionSeal, CollectionSeal]:
+    """(the collection's seal before a rotation, the seal once it has begun): two keys, the new one active."""
+    settings = settings_for(tmp_path)
+    create_collection_key(keys_path(settings), "notes")
+    before = Sealer(settings).of("notes")
+    start_rotation(keys_path(settings), "notes")
+    return before, Sealer(settings).of("notes")
+
+
+def test_during_a_rotation_queries_match_records_hashed_under_every_key(tmp_path):
+    old, new = rotated(tmp_path)
+    assert new.keys.key_ids == [new.keys.active, old.keys.active]  # the active key first
+    assert new.digests("tag", "beta") == [new.digest("tag", "beta"), old.digest("tag", "beta")]
+    under_old, under_new = old.seal_chunk(chunk()).metadata, new.seal_chunk(chunk()).metadata
+    assert under_old["type"] != under_new["type"]  # hashes change with the key
+    equals = new.hashed_filters([common_pb2.MetadataFilter(field="type", equals="decision")])
+    any_of = new.hashed_filters([common_pb2.MetadataFilter(field="topics",
+                                                           any_of=common_pb2.StringList(values=["x", "alpha,beta"]))])
+    not_equals = new.hashed_filters([common_pb2.MetadataFilter(field="type", not_equals="decision")])
+    for stored in (under_old, under_new):  # a record under either key is matched, and excluded
+        assert stored["type"] in equals[0].any_of.values
+        assert stored["topics"] in any_of[0].any_of.values
+        assert stored["type"] in {f.not_equals for f in not_equals}
+    assert len(not_equals) == 2 and len(any_of[0].any_of.values) == 4
+    sent = set(query_keywords(new.tag_query("what about beta")))
+    for stored in (under_old, under_new):  # the tag leg's keywords meet the tags under either key
+        assert set(split_tags(stored["topics"])) & sent
+    assert new.hash_values("type", "decision") == [under_new["type"], under_old["type"]]
+    # a collection with one key hashes as before: one value, equals stays equals
+    assert old.hashed_filters([common_pb2.MetadataFilter(field="type", equals="decision")])[0].equals == \
+        under_old["type"]
+
+
+def test_a_reseal_opens_under_the_old_key_and_seals_and_hashes_under_the_new(tmp_path):
+    old, new = rotated(tmp_path)
+    stored = old.seal_chunk(chunk())
+    for name in ("title", "heading", "text"):  # what a store gives back: the record, no texts
+        stored.ClearField(name)
+    stored.indexed_metadata.clear()
+    again = new.reseal(stored)
+    assert again.sealed.key_id == new.keys.active != stored.sealed.key_id
+    assert dict(again.metadata) == dict(new.seal_chunk(chunk()).metadata)  # hashed as a write under the new key
+    assert again.content_hash == new.seal_chunk(chunk()).content_hash  # keyed anew from the clear hash inside
+    assert (again.title, again.text, dict(again.indexed_metadata)) == (
+        "Quarzelbrot title", "the zyxquorble passage", {"summary": "short flumbrix"})  # to index, never stored
+    assert (again.written_at_ms, again.chunk_id, again.position) == (5, "d1#0", 0)
+    assert new.open_content("d1#0", again.sealed).text == "the zyxquorble passage"
+
+
+def test_rotation_marks_resumes_and_finishes_and_retire_keeps_the_active_key(tmp_path):
+    path = tmp_path / "keys.yaml"
+    first = create_collection_key(path, "notes")
+    second, resumed = start_rotation(path, "notes")
+    assert not resumed and second != first
+    assert start_rotation(path, "notes") == (second, True)  # the same rotation goes on, no third key
+    keys = KeysFile(path).collection("notes")
+    assert (keys.active, keys.rotating, keys.key_ids) == (second, second, [second, first])
+    with pytest.raises(ValueError, match="is the active key"):
+        retire_key(path, "notes", second)
+    finish_rotation(path, "notes", second)
+    assert KeysFile(path).collection("notes").rotating == ""
+    retire_key(path, "notes", first)
+    assert KeysFile(path).collection("notes").key_ids == [second]
+    third, resumed = start_rotation(path, "notes")  # a finished rotation: the next one makes a fresh key
+    assert not resumed and third not in (first, second)
+    with pytest.raises(ValueError, match="has no key 'nope'"):
+        retire_key(path, "notes", "nope")
+
+
+def test_destroy_leaves_a_tombstone_every_use_refuses_and_create_starts_afresh(tmp_path):
+    settings = settings_for(tmp_path)
+    path = keys_path(settings)
+    first = create_collection_key(path, "notes")
+    second, _ = start_rotation(path, "notes")
+    create_collection_key(path, "other")
+    from datetime import datetime, timezone
+
+    destroyed = destroy_keys(path, "notes", datetime(2025, 1, 31, 9, 12, 3, tzinfo=timezone.utc))
+    assert (destroyed.at, sorted(destroyed.key_ids)) == ("2025-01-31T09:12:03Z", sorted([first, second]))
+    raw = yaml.safe_load(path.read_text())["collections"]
+    assert raw["notes"] == {"destroyed": {"at": "2025-01-31T09:12:03Z", "key_ids": sorted([first, second])}}
+    assert "keys" in raw["other"]  # the other collection keeps its key
+    assert destroy_keys(path, "notes") == destroyed  # again: the same tombstone (the drop is retried)
+    with pytest.raises(SealingError, match="collection 'notes' was erased: its key was destroyed at 2025-01-31T09:12:03Z") as err:
+        Sealer(settings).of("notes")
+    assert err.value.code == grpc.StatusCode.FAILED_PRECONDITION
+    for refused in (lambda: start_rotation(path, "notes"), lambda: retire_key(path, "notes", first)):
+        with pytest.raises(ValueError, match="was erased"):
+            refused()
+    fresh = create_collection_key(path, "notes")  # a fresh start of the name
+    assert Sealer(settings).of("notes").keys.key_ids == [fresh] and fresh not in (first, second)
