@@ -157,6 +157,10 @@ class KeysFile:
         return self._collections.get(name)
 
 
+def _hmac(key: CollectionKey, parts: tuple[str, ...]) -> str:
+    return hmac.new(key.hash_key, "\x1f".join(parts).encode(), hashlib.sha256).hexdigest()[:HASH_HEX]
+
+
 class CollectionSeal:
     """Seals, opens and hashes for one collection with its keys."""
 
@@ -238,8 +242,13 @@ class CollectionSeal:
     # --- keyed hashes --------------------------------------------------------------------------------------
 
     def digest(self, *parts: str) -> str:
-        mac = hmac.new(self.active.hash_key, "\x1f".join(parts).encode(), hashlib.sha256)
-        return mac.hexdigest()[:HASH_HEX]
+        return _hmac(self.active, parts)
+
+    def digests(self, *parts: str) -> list[str]:
+        """One digest of `parts` per key the collection holds, the active key's first: what a query matches
+        while records hashed under an older key and the active one coexist (a rotation under way)."""
+        ids = [self.keys.active, *sorted(k for k in self.keys.keys if k != self.keys.active)]
+        return [_hmac(self.keys.keys[key_id], parts) for key_id in ids]
 
     def hash_value(self, field_name: str, value: str) -> str:
         """A metadata value as stored and matched; the tags field's value is its tags' hashes, comma-joined

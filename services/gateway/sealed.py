@@ -8,6 +8,9 @@
   it reranks and returns (`open_hits`, called by StoredTexts.fill for exactly those), and the chunks it reads
   back for a page (StoredTexts.chunks). The paging cache keeps no title of a sealed collection (respond.py):
   a later page opens its hits' stored chunks again.
+- **Hashed terms** (`sealed_terms: hashed`): the BM25 leg sends the query's terms as keyed hashes
+  (legs/bm25.py, common/hashed_terms.py). A hash has no neighbours, so a request's typo tolerance (fuzzy and
+  prefix terms) is turned off for such a collection and the answer says so in a notice (HASHED_NO_TYPOS).
 
 A sealed collection without its key, or a record that does not open, fails the search with
 FAILED_PRECONDITION and the reason (SealingError), never with garbage.
@@ -17,8 +20,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hybridsearch.common.hashed_terms import hashes_terms
 from hybridsearch.common.sealing import Sealer
 from hybridsearch.gateway.keys import split_key
+
+HASHED_NO_TYPOS = ("typo tolerance (fuzzy and prefix matching) is unavailable on a hashed-terms collection "
+                   "(sealed_terms: hashed): its words were matched exactly")
 
 
 def seal_plan(plan, sealer: Sealer):
@@ -29,8 +36,9 @@ def seal_plan(plan, sealer: Sealer):
     if seal is None:
         return replace(plan, parts=parts) if parts else plan
     boosts = [b.model_copy(update={"value": seal.hash_value(b.field, b.value)}) for b in plan.config.boosts]
+    typos = {"fuzzy": False, "notices": (*plan.notices, HASHED_NO_TYPOS)} if hashes_terms(seal) and plan.fuzzy else {}
     return replace(plan, parts=parts, seal=seal, filters=seal.hashed_filters(plan.filters),
-                   config=plan.config.model_copy(update={"boosts": boosts}))
+                   config=plan.config.model_copy(update={"boosts": boosts}), **typos)
 
 
 def open_hits(plan, hits, pool) -> None:
