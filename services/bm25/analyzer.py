@@ -16,6 +16,11 @@ field: a German and an English document never share a term, and each term's stat
 its language's documents. A query is analyzed in every supported language and each analysis is
 prefixed the same way, so it matches German documents through German stems and English ones through
 English stems in one BM25 query; terms of a language with no documents match nothing.
+
+Hashed terms (`sealed_terms: hashed`, common/hashed_terms.py): the gateway runs the collection's analysis
+above and sends each term as a keyed hash, so the store's analysis of such a collection is the identity
+(`HashedTermsAnalyzer`: whitespace-separated terms, no stopwords, no stemming) and its terms, statistics and
+ranking are the clear mode's, under other names.
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ PREFIX_SEPARATOR = ":"  # never inside a \w token, so a prefixed term cannot col
 
 class Analyzer:
     """lowercase -> word tokens -> stopwords -> stemmer. The same analysis for documents and queries."""
+
+    typo_tolerant = True  # whether fuzzy.py's edit-distance and prefix look-ups mean anything on its terms
 
     def __init__(self, stemmer: str, stop: frozenset[str], name: str, language: str) -> None:
         self._stemmer = Stemmer.Stemmer(stemmer)
@@ -138,14 +145,30 @@ class MultilingualAnalyzer(Analyzer):
         return [t for a in self._prefixed.values() for t in a.analyze(text)]
 
 
+class HashedTermsAnalyzer(Analyzer):
+    """A hashed-terms collection in the store: its text is already analyzed and hashed (by the gateway), one
+    term per whitespace-separated token, in order; nothing is removed or stemmed."""
+
+    def __init__(self) -> None:  # noqa: super().__init__ not called: no stemmer, no stopwords
+        self._stop, self.name, self.language = frozenset(), "hashed-terms", "hashed"
+
+    def analyze(self, text: str) -> list[str]:
+        return text.split()
+
+
+HASHED_TERMS = HashedTermsAnalyzer()
+
+
 class Analyzers:
     """The analyzer of each collection, from its declared language (English with the configured stemmer and
     stopwords unless `CollectionConfig.language` says otherwise: English collections analyze as before)."""
 
     def __init__(self, stemmer: str = "porter", stopwords: str = "lucene",
-                 language_of: Callable[[str], str] | None = None) -> None:
+                 language_of: Callable[[str], str] | None = None,
+                 hashed_of: Callable[[str], bool] | None = None) -> None:
         self.english = EnglishAnalyzer(stemmer, stopwords)
         self._language_of = language_of or (lambda _collection: DEFAULT_LANGUAGE)
+        self._hashed_of = hashed_of or (lambda _collection: False)  # collection -> its terms come hashed
         self._by_language: dict[str, Analyzer] = {"en": self.english}
 
     def language(self, code: str) -> Analyzer:
@@ -159,4 +182,8 @@ class Analyzers:
         return self._by_language[code]
 
     def for_collection(self, collection: str) -> Analyzer:
+        """What the store analyzes a collection's text with: its language's analysis, or the identity for a
+        hashed-terms collection (the gateway analyzed and hashed it)."""
+        if self._hashed_of(collection):
+            return HASHED_TERMS
         return self.language(self._language_of(collection))

@@ -28,6 +28,11 @@ def declared_language(settings: Settings, collection: str) -> str:
     return collection_config(settings, collection).language
 
 
+def declared_hashed(settings: Settings, collection: str) -> bool:
+    """Whether a collection's terms come as keyed hashes (sealed_terms: hashed): indexed as they come."""
+    return collection_config(settings, collection).hashed_terms
+
+
 def build_engine(settings: Settings) -> LexicalEngine:
     cfg = settings.bm25
     language_of = partial(declared_language, settings)
@@ -36,7 +41,8 @@ def build_engine(settings: Settings) -> LexicalEngine:
         from hybridsearch.bm25.tantivy_engine import TantivyBm25Engine
 
         return TantivyBm25Engine(settings.data_dir / "bm25-tantivy", cfg.stemmer, cfg.stopwords, cfg.title_boost,
-                                 language_of=language_of, fields_of=fields_of)
+                                 language_of=language_of, fields_of=fields_of,
+                                 hashed_of=partial(declared_hashed, settings))
     if cfg.engine == "bm25s":
         with_fields = sorted(name for name, c in settings.collections.items() if c.fields)
         if with_fields:

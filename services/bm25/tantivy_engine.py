@@ -15,7 +15,9 @@ as every other engine (the collection's language: stemmer + stopwords; analyzer.
 engines agree on terms; queries are built from term queries (never a query parser: user text is never
 syntax). The optional title field adds `title_boost` x BM25(title), and each text field a collection
 declares (`CollectionConfig.fields`: metadata key -> boost) its boost x BM25(that field), a field of its
-own in the index (a document without that key simply has no terms there). With typo tolerance
+own in the index (a document without that key simply has no terms there). A hashed-terms collection
+(`sealed_terms: hashed`) comes analyzed and hashed by the gateway: its fields are indexed as they come
+(analyzer.HashedTermsAnalyzer), in order, with the same statistics. With typo tolerance
 (`fuzzy`), a query word the index does not know matches its nearest indexed terms (fuzzy.py), each a
 term query weighted below 1, so fuzzy matches keep BM25's idf and tf.
 
@@ -149,11 +151,13 @@ class _Collection:
                 lambda prefix, n: searcher.terms_with_prefix("body", prefix, limit=n))
 
     def _terms(self, searcher: tantivy.Searcher, query: str, fuzzy: bool) -> list[WeightedTerm]:
-        if not fuzzy:
+        if not fuzzy or not self.analyzer.typo_tolerant:  # hashed terms: exact only (the gateway says so)
             return exact_terms(self.analyzer.analyze_query(query))
         return expand_query(query, *self._lookups(searcher))
 
     def correct(self, query: str) -> str:
+        if not self.analyzer.typo_tolerant:
+            return query
         return correct_query(query, *self._lookups(self.index.searcher()))
 
     def _filter(self, filters) -> list[tuple]:
@@ -319,10 +323,12 @@ class TantivyBm25Engine:
     name = "embedded-tantivy"
 
     def __init__(self, root: Path, stemmer: str = "porter", stopwords: str = "en_plus", title_boost: float = 0.0,
-                 language_of=None, fields_of: Callable[[str], dict[str, float]] = lambda collection: {}) -> None:
+                 language_of=None, fields_of: Callable[[str], dict[str, float]] = lambda collection: {},
+                 hashed_of: Callable[[str], bool] | None = None) -> None:
         self.root = root
-        # language_of: collection -> its CollectionConfig.language (English when not given).
-        self.analyzers = Analyzers(stemmer, stopwords, language_of)
+        # language_of: collection -> its CollectionConfig.language (English when not given); hashed_of:
+        # collection -> whether its terms come hashed (sealed_terms: hashed; indexed as they come).
+        self.analyzers = Analyzers(stemmer, stopwords, language_of, hashed_of)
         self.analyzer = self.analyzers.english
         self.title_boost = title_boost
         self.fields_of = fields_of  # a collection's declared text fields and their boosts

@@ -23,16 +23,24 @@ apply from the next query; links (`links_field`) are read when chunks are writte
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from hybridsearch.common.language import check_collection_language
 from hybridsearch.common.validation import COLLECTION_NAME, FIELD_NAME
 
 # Built into every collection: the document's title and its text (chunked).
 BUILTIN_FIELDS = ("title", "text")
+
+
+class SealedTerms(StrEnum):
+    """What a sealed collection's BM25 index holds as terms (docs/security.md, "Sealed at rest")."""
+
+    CLEAR = "clear"    # the analyzed words (stems): the index is readable as a vocabulary with its statistics
+    HASHED = "hashed"  # keyed hashes of those stems (common/hashed_terms.py): no prefix or typo matching
 
 
 class MetadataBoost(BaseModel):
@@ -73,6 +81,24 @@ class CollectionConfig(BaseModel):
     # Sealed at rest (common/sealing.py, docs/security.md): texts, titles and metadata values sealed with the
     # collection's key in every store, tags and metadata as keyed hashes. Needs a key (`keys create -c`).
     sealed: bool = False
+    # A sealed collection's BM25 terms: `clear` (stems) or `hashed` (keyed hashes of the same stems: the same
+    # ranking, no prefix or typo matching; common/hashed_terms.py). Only a sealed collection hashes its terms.
+    sealed_terms: SealedTerms = SealedTerms.CLEAR
+
+    @model_validator(mode="after")
+    def _hashed_terms_need_a_seal(self) -> "CollectionConfig":
+        if self.sealed_terms is SealedTerms.HASHED:
+            if not self.sealed:
+                raise ValueError("sealed_terms: hashed needs sealed: true (the terms are hashed with the "
+                                 "collection's key)")
+            if self.fuzzy:
+                raise ValueError("fuzzy: true cannot apply to sealed_terms: hashed (typo and prefix matching "
+                                 "need the words; a hash has no neighbours)")
+        return self
+
+    @property
+    def hashed_terms(self) -> bool:
+        return self.sealed_terms is SealedTerms.HASHED
 
     @field_validator("language")
     @classmethod

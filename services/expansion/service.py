@@ -8,6 +8,9 @@ for an `auto` collection (documents of every language).
 
 The PRF path and the dominant-top-hit check both need the query's best BM25 hits, so the service
 probes the BM25 service itself; the gateway can then call expansion concurrently with both legs.
+A hashed-terms collection (sealed_terms: hashed) is probed with its query's keyed term hashes, exactly
+(common/hashed_terms.py); its feedback terms come from the opened feedback texts as a clear collection's
+do, and the variants are clear queries the gateway's BM25 leg hashes in turn (sealed in the cache).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from hybridsearch.common.effort import Expansion, effort_policy, why_not_expand
 from hybridsearch.common.language import DETECTOR, Detection, documents_language, query_language
 from hybridsearch.common.server import internal_channel, serve
 from hybridsearch.common.telemetry import tracer
+from hybridsearch.common.hashed_terms import HashedTerms, hashes_terms
 from hybridsearch.common.sealing import CollectionSeal, Sealer, SealingError
 from hybridsearch.common.validation import InvalidArgument, Refusal, abort_invalid, check_collection, check_filters
 from hybridsearch.expansion.cache import ExpansionCache
@@ -50,6 +54,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
         )
         self.bm25 = bm25_pb2_grpc.Bm25ServiceStub(internal_channel(settings.endpoints.addr("bm25")))
         self.sealer = Sealer(settings)  # sealed collections: the probe's texts opened, cache entries sealed
+        self.terms = HashedTerms(settings)  # hashed-terms collections: the probe's query hashed
         self.tracer = tracer(__name__)
 
     def _generator(self, effort: int) -> str:
@@ -118,10 +123,12 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
 
     async def _expand(self, query, collection, filters, generator, language, documents_language,
                       context, fuzzy=False, seal: CollectionSeal | None = None) -> expansion_pb2.ExpandResponse:
+        hashed = hashes_terms(seal)
         probe = await self.bm25.Search(
             common_pb2.LegSearchRequest(
-                collection=collection, limit=PROBE_HITS, filters=filters, fuzzy=fuzzy,
-                queries=[common_pb2.LegQuery(text=query, kind=common_pb2.QUERY_KIND_ORIGINAL)],
+                collection=collection, limit=PROBE_HITS, filters=filters, fuzzy=fuzzy and not hashed,
+                queries=[common_pb2.LegQuery(text=self.terms.query(seal, query) if hashed else query,
+                                             kind=common_pb2.QUERY_KIND_ORIGINAL)],
             ),
             timeout=_remaining(context),
         )

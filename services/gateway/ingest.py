@@ -20,6 +20,7 @@ import grpc
 from hybridsearch.common import metrics
 from hybridsearch.common.chunking import chunk_lines, chunk_text, content_hash
 from hybridsearch.common.config import Settings
+from hybridsearch.common.hashed_terms import HashedTerms, hashes_terms
 from hybridsearch.common.sealing import CollectionSeal, Sealer
 from hybridsearch.common.telemetry import tracer
 from hybridsearch.common.limits import (
@@ -100,17 +101,23 @@ class SourceLines:
 
 
 def store_requests(collection: str, documents: list[ingest_pb2.Document], settings: Settings,
-                   seal: CollectionSeal | None = None) -> tuple[common_pb2.UpsertChunksRequest, common_pb2.UpsertChunksRequest]:
+                   seal: CollectionSeal | None = None,
+                   terms: HashedTerms | None = None) -> tuple[common_pb2.UpsertChunksRequest, common_pb2.UpsertChunksRequest]:
     """What each store is sent: the shared chunks, or the vector leg's own passages when configured; a sealed
-    collection's chunks sealed (`seal`: common/sealing.py)."""
+    collection's chunks sealed (`seal`: common/sealing.py), and a hashed-terms collection's BM25 chunks with
+    their words as keyed hashes (`terms`: common/hashed_terms.py; the vector store embeds the clear texts)."""
     now_ms = time.time_ns() // 1_000_000
     sealed = seal.seal_chunk if seal is not None else (lambda chunk: chunk)
     shared = [sealed(c) for d in documents
               for c in document_chunks(d, settings.chunk_words, settings.chunk_overlap_words, written_at_ms=now_ms)]
-    bm25 = common_pb2.UpsertChunksRequest(collection=collection, chunks=shared)
+    request = common_pb2.UpsertChunksRequest(collection=collection, chunks=shared)
+    bm25 = request
+    if hashes_terms(seal):
+        bm25 = common_pb2.UpsertChunksRequest(collection=collection,
+                                              chunks=(terms or HashedTerms(settings)).chunks(seal, shared))
     words = settings.vector.chunk_words
     if not words or words == settings.chunk_words:
-        return bm25, bm25
+        return bm25, request
     passages = [sealed(c) for d in documents
                 for c in document_chunks(d, words, settings.vector.chunk_overlap_words, "p", written_at_ms=now_ms)]
     return bm25, common_pb2.UpsertChunksRequest(collection=collection, chunks=passages)
@@ -193,6 +200,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self.settings = settings
         self.backends = backends
         self.sealer = Sealer(settings)
+        self.terms = HashedTerms(settings)
         self.tracer = tracer(__name__)
         # Writes wait longer for a slot than searches (a bulk load is patient: no standing-queue test), but
         # never without bound, and never when the expected wait and write do not fit the RPC's deadline.
@@ -214,7 +222,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     async def _write_admitted(self, collection: str, documents: list[ingest_pb2.Document]) -> ingest_pb2.UpsertResponse:
         seal = self.sealer.of(collection)  # SealingError: a sealed collection without its key writes nothing
         bm25_request, vector_request = await asyncio.to_thread(store_requests, collection, documents, self.settings,
-                                                               seal)
+                                                               seal, self.terms)
         check_store_request(bm25_request)
         check_store_request(vector_request)
         with self.tracer.start_as_current_span("gateway.ingest") as span:

@@ -45,6 +45,9 @@ class SearchPlan:
     prf_in_balanced: bool = True  # expansion.prf_in_balanced: whether BALANCED expands unasked
     # A sealed collection's seal (gateway.sealed.seal_plan: filters and boosts then hold keyed hashes); None: plain.
     seal: CollectionSeal | None = None
+    # What this plan could not do as asked, said in the answer's notices (gateway.sealed: a hashed-terms
+    # collection's typo tolerance).
+    notices: tuple[str, ...] = ()
 
     @property
     def no_expansion(self) -> str | None:

@@ -9,6 +9,9 @@
   it reranks and returns (`open_hits`, called by StoredTexts.fill for exactly those), and the chunks it reads
   back for a page (StoredTexts.chunks). The paging cache keeps no title of a sealed collection (respond.py):
   a later page opens its hits' stored chunks again.
+- **Hashed terms** (`sealed_terms: hashed`): the BM25 leg sends the query's terms as keyed hashes
+  (legs/bm25.py, common/hashed_terms.py). A hash has no neighbours, so a request's typo tolerance (fuzzy and
+  prefix terms) is turned off for such a collection and the answer says so in a notice (HASHED_NO_TYPOS).
 
 A sealed collection without its key, or a record that does not open, fails the search with
 FAILED_PRECONDITION and the reason (SealingError), never with garbage.
@@ -18,8 +21,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hybridsearch.common.hashed_terms import hashes_terms
 from hybridsearch.common.sealing import Sealer
 from hybridsearch.gateway.keys import split_key
+
+HASHED_NO_TYPOS = ("typo tolerance (fuzzy and prefix matching) is unavailable on a hashed-terms collection "
+                   "(sealed_terms: hashed): its words were matched exactly")
 
 
 def seal_plan(plan, sealer: Sealer):
@@ -32,8 +39,9 @@ def seal_plan(plan, sealer: Sealer):
     # a boost per key the collection holds: during a rotation a record carries the hashes of its own key
     boosts = [b.model_copy(update={"value": value}) for b in plan.config.boosts
               for value in seal.hash_values(b.field, b.value)]
+    typos = {"fuzzy": False, "notices": (*plan.notices, HASHED_NO_TYPOS)} if hashes_terms(seal) and plan.fuzzy else {}
     return replace(plan, parts=parts, seal=seal, filters=seal.hashed_filters(plan.filters),
-                   config=plan.config.model_copy(update={"boosts": boosts}))
+                   config=plan.config.model_copy(update={"boosts": boosts}), **typos)
 
 
 def open_hits(plan, hits, pool) -> None:

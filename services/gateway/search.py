@@ -87,6 +87,8 @@ class QueryPath:
     async def collection(self, plan: SearchPlan, deadline: Deadline,
                          report: Report) -> tuple[list[fusion_pb2.FusedHit], Pool] | None:
         """One collection's fused list and the pool it was fused from (None: none of its legs answered)."""
+        for notice in plan.notices:
+            report.notice(notice)
         lists = await retrieve(plan, deadline, self.runner, self.expander, report, self.settings.variant_batch_wait_s)
         if lists is None:
             return None

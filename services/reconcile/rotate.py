@@ -27,6 +27,7 @@ import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from hybridsearch.common.config import Settings
+from hybridsearch.common.hashed_terms import HashedTerms, hashes_terms
 from hybridsearch.common.holds import Holds
 from hybridsearch.common.sealing import CollectionSeal, Sealer
 from hybridsearch.common.server import insecure_channel
@@ -90,6 +91,7 @@ class Rotator:
         self.redis = redis.Redis.from_url(settings.expansion.redis_url, socket_connect_timeout=0.5, socket_timeout=2)
         self.holds = Holds(self.redis)
         self.sealer = Sealer(settings)
+        self.terms = HashedTerms(settings)
         self.batch = batch
 
     async def listing(self, store: Store, collection: str) -> list[common_pb2.StoredDocument]:
@@ -143,6 +145,8 @@ class Rotator:
             for c in resealed:
                 c.title = c.heading = c.text = ""
                 c.indexed_metadata.clear()
+        elif hashes_terms(seal):  # a hashed-terms index is sent its terms hashed under the new key, never words
+            resealed = self.terms.chunks(seal, resealed)
         answer = await stub.ResealChunks(common_pb2.ResealChunksRequest(
             collection=collection, chunks=resealed, expected_hashes=expected), timeout=TIMEOUT_S)
         rotation.resealed[store] += answer.documents_written

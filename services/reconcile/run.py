@@ -18,6 +18,7 @@ from redis.exceptions import RedisError
 
 from hybridsearch.common.config import Settings
 from hybridsearch.common.holds import Holds
+from hybridsearch.common.hashed_terms import HashedTerms, hashes_terms
 from hybridsearch.common.sealing import Sealer
 from hybridsearch.common.server import insecure_channel
 from hybridsearch.reconcile.plan import Plan, Store, plan_repairs
@@ -59,6 +60,7 @@ class Reconciler:
         self.redis = redis.Redis.from_url(settings.expansion.redis_url, socket_connect_timeout=0.5, socket_timeout=2)
         self.holds = Holds(self.redis)
         self.sealer = Sealer(settings)
+        self.terms = HashedTerms(settings)
 
     async def listing(self, store: Store, collection: str) -> dict[str, common_pb2.StoredDocument]:
         out: dict[str, common_pb2.StoredDocument] = {}
@@ -102,6 +104,8 @@ class Reconciler:
                     common_pb2.GetChunksRequest(collection=collection, doc_ids=batch), timeout=TIMEOUT_S)).chunks
                 if seal is not None:  # the other store indexes the texts: opened from the sealed records
                     chunks = [seal.copyable(c) for c in chunks]
+                    if source.other is Store.BM25 and hashes_terms(seal):  # and hashed for a hashed-terms index
+                        chunks = self.terms.chunks(seal, chunks)
                 await self.stubs[source.other].UpsertChunks(
                     common_pb2.UpsertChunksRequest(collection=collection, chunks=chunks), timeout=TIMEOUT_S)
                 report.repaired += len({c.doc_id for c in chunks})

@@ -40,6 +40,9 @@ def test_environment_json(monkeypatch):
     ({"boosts": [{"field": "type", "value": "x", "fusion": -1}]}, "greater than 0"),
     ({"boosts": [{"field": "ty pe", "value": "x"}]}, "not a metadata key"),
     ({"language": "german"}, "not supported: choose one of en, de"),
+    ({"sealed_terms": "hashed"}, "sealed_terms: hashed needs sealed: true"),
+    ({"sealed": True, "sealed_terms": "hashed", "fuzzy": True}, "fuzzy: true cannot apply to sealed_terms: hashed"),
+    ({"sealed": True, "sealed_terms": "hash"}, "Input should be 'clear' or 'hashed'"),
 ])
 def test_bad_declarations_are_refused_with_a_reason(body, message):
     with pytest.raises(ValidationError, match=message):
@@ -49,3 +52,8 @@ def test_bad_declarations_are_refused_with_a_reason(body, message):
 def test_bad_collection_name_is_refused():
     with pytest.raises(ValidationError, match="not a collection name"):
         Settings(collections={"Bad Name": {}})
+
+
+def test_sealed_terms_are_clear_unless_declared_hashed():
+    assert not CollectionConfig(sealed=True).hashed_terms
+    assert CollectionConfig.model_validate({"sealed": True, "sealed_terms": "hashed"}).hashed_terms

@@ -13,6 +13,8 @@ import yaml
 from hybridsearch.common.collections import CollectionConfig
 from hybridsearch.common.config import Settings
 from hybridsearch.common.sealing import (
+    CollectionKey,
+    CollectionKeys,
     CollectionSeal,
     KeysFile,
     Sealer,
@@ -127,6 +129,16 @@ def test_hashes_are_keyed_per_field_and_tags_hash_tag_by_tag(seal, tmp_path):
     # the tag leg's keywords hashed the same way match the stored tags exactly
     sent = query_keywords(seal.tag_query("what about beta"))
     assert seal.digest("tag", "beta") in sent and set(split_tags(stored)) & set(sent) == {seal.digest("tag", "beta")}
+
+
+def test_digests_hash_under_every_key_the_active_one_first(seal):
+    assert seal.digests("term", "harbour") == [seal.digest("term", "harbour")]  # one key: its digest
+    old = CollectionKey.from_secret("0ld0ld00", b"o" * 32)
+    rotating = CollectionSeal("notes", CollectionKeys(seal.keys.active, {**seal.keys.keys, old.key_id: old}), CONFIG)
+    digests = rotating.digests("term", "harbour")
+    assert digests[0] == seal.digest("term", "harbour") and len(set(digests)) == 2
+    retired = CollectionSeal("notes", CollectionKeys(old.key_id, rotating.keys.keys), CONFIG)
+    assert retired.digests("term", "harbour") == digests[::-1]
 
 
 def test_filters_are_hashed_like_the_stored_values(seal):

@@ -1,9 +1,11 @@
-"""The BM25 leg: the original query and the lexical variants, on the BM25 service."""
+"""The BM25 leg: the original query and the lexical variants, on the BM25 service. A hashed-terms collection's
+queries (sealed_terms: hashed) are sent as their analyzed terms' keyed hashes (common/hashed_terms.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hybridsearch.common.hashed_terms import HashedTerms, hashes_terms
 from hybridsearch.v1 import common_pb2
 
 MODES = frozenset({common_pb2.RETRIEVAL_MODE_BM25, common_pb2.RETRIEVAL_MODE_HYBRID})
@@ -22,6 +24,10 @@ class Bm25Leg:
 
     def request(self, base, plan, settings):
         base.fuzzy = plan.fuzzy  # typo tolerance: fuzzy and prefix terms (bm25/fuzzy.py)
+        if hashes_terms(plan.seal):
+            terms = HashedTerms(settings)
+            for q in base.queries:
+                q.text = terms.query(plan.seal, q.text)
         return base
 
     def call(self, backends, request, timeout):
