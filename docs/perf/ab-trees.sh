@@ -19,8 +19,14 @@ mkdir -p "$OLD/.shim" "$OLD/build/protos" && ln -sfn "$OLD/services" "$OLD/.shim
   --python_out=build/protos --grpc_python_out=build/protos --pyi_out=build/protos protos/hybridsearch/v1/*.proto \
   && cp build/protos/hybridsearch/v1/*.py services/v1/ && touch services/v1/__init__.py)
 stop() {  # this script's stack only (its pid file, its supervisord): never another one on the machine
-  if [ -f "$NEW/var/ab-serve.pid" ]; then kill -TERM "$(cat "$NEW/var/ab-serve.pid")" 2>/dev/null; rm -f "$NEW/var/ab-serve.pid"; fi
-  for _ in $(seq 1 60); do pgrep -f "$NEW/var/supervisor/supervisord.conf" >/dev/null || break; sleep 1; done
+  local pid=""
+  if [ -f "$NEW/var/ab-serve.pid" ]; then pid=$(cat "$NEW/var/ab-serve.pid"); kill -TERM "$pid" 2>/dev/null; rm -f "$NEW/var/ab-serve.pid"; fi
+  for _ in $(seq 1 60); do
+    { [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; } || pgrep -f "$NEW/var/supervisor/supervisord.conf" >/dev/null || break
+    sleep 1
+  done
+  # an older tree's launcher (no supervisord) that outlived its minute: its children die with it (PDEATHSIG)
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null; sleep 2; fi
 }
 start() {  # $1: the tree to serve from
   rm -f "$NEW/var/ab-serve.log"
