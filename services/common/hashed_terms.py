@@ -56,9 +56,17 @@ class HashedTerms:
         return self.analyzers.language(seal.config.language)
 
     @staticmethod
-    def hashed(seal: CollectionSeal, terms: list[str]) -> str:
-        """Analyzed terms as a hashed-terms field holds them: each term's hash under the active key, in order."""
-        return " ".join(seal.digest(TERM, term)[:TERM_HEX] for term in terms)
+    def hashed(seal: CollectionSeal, terms: list[str], known: dict[str, str] | None = None) -> str:
+        """Analyzed terms as a hashed-terms field holds them: each term's hash under the active key, in order.
+        `known`: hashes already made with that key (a batch repeats its words: each is hashed once)."""
+        known = {} if known is None else known
+        out = []
+        for term in terms:
+            digest = known.get(term)
+            if digest is None:
+                digest = known[term] = seal.digest(TERM, term)[:TERM_HEX]
+            out.append(digest)
+        return " ".join(out)
 
     def query(self, seal: CollectionSeal, text: str) -> str:
         """A query as the BM25 leg is sent it: its analyzed terms, each hashed under every key the collection
@@ -70,15 +78,15 @@ class HashedTerms:
         """Sealed chunks (CollectionSeal.seal_chunk or .copyable: clear fields to index) as the BM25 store is
         sent them: title, heading, text and the declared text fields' values as hashed terms, each document
         analyzed in its language as the store would (an `auto` collection detects it over the document)."""
-        out = []
+        out, known = [], {}
         for doc_chunks in chunks_by_document(list(chunks)).values():
             analyzer = self.analyzer(seal).for_document(" ".join(c.text for c in doc_chunks))
             for c in doc_chunks:
                 hashed = common_pb2.Chunk()
                 hashed.CopyFrom(c)
-                hashed.title, hashed.heading, hashed.text = (self.hashed(seal, analyzer.analyze(part))
+                hashed.title, hashed.heading, hashed.text = (self.hashed(seal, analyzer.analyze(part), known)
                                                              for part in (c.title, c.heading, c.text))
                 for key, value in c.indexed_metadata.items():
-                    hashed.indexed_metadata[key] = self.hashed(seal, analyzer.analyze(value))
+                    hashed.indexed_metadata[key] = self.hashed(seal, analyzer.analyze(value), known)
                 out.append(hashed)
         return out
