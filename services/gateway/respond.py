@@ -61,8 +61,12 @@ class Responder:
             return search_hit(fused[i], plan.collection, pool.hit(fused[i].chunk_id).title, scores[i], finals[i],
                               reranked.rerank.get(i, 0.0), i in reranked.rerank)
 
+        sealed = {c for c, _ in plan.configs() if plan.plan_of(c).seal}  # once, not once per kept hit
+
         def kept_title(i: int) -> str:  # none of a sealed collection: a later page opens its stored chunks
-            return "" if plan.plan_of(split_key(fused[i].chunk_id, plan.collection)[0]).seal else pool.hit(fused[i].chunk_id).title
+            if sealed and split_key(fused[i].chunk_id, plan.collection)[0] in sealed:
+                return ""
+            return pool.hit(fused[i].chunk_id).title
 
         def order(n: int) -> paging_pb2.KeptOrder:  # later pages' order: the fused hits copied whole
             head = kept[:n]

@@ -24,8 +24,9 @@ class DenseEngine(Protocol):
     async def search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int,
                      filters: list[common_pb2.MetadataFilter], feedback_docs: int = 0,
                      timings: dict[str, float] | None = None,
-                     metadata_fields: tuple[str, ...] = ()) -> list[common_pb2.RankedList]:
-        """One ranked list per query (+ Rocchio's with feedback_docs); `timings` gets the parts' ms."""
+                     metadata_fields: tuple[str, ...] = (), text_depth: int = 0) -> list[common_pb2.RankedList]:
+        """One ranked list per query (+ Rocchio's with feedback_docs); `timings` gets the parts' ms. Hits
+        ranked below `text_depth` (> 0) may come without title and text."""
         ...
 
     async def tag_search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int,

@@ -6,10 +6,14 @@ import pytest
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.gateway.previews import (
+    _analysed,
+    _candidates,
     counts_line,
     include_full_text,
     preview,
+    query_terms,
     tag_distribution,
+    term_spans,
 )
 from hybridsearch.v1 import common_pb2
 
@@ -25,6 +29,18 @@ def test_short_text_is_complete_and_highlights_stemmed_forms():
     assert p.complete and p.snippet.startswith("Reciprocal")
     assert highlighted(p) == ["rank", "ranks", "list", "ranked", "lists"]
     assert p.marked.startswith("Reciprocal <mark>rank</mark> fusion <mark>ranks</mark> each <mark>list</mark>;")
+
+
+@pytest.mark.parametrize("query, text", [
+    ("Ranking LISTS", "RANKED lists, Ranks_of lists; re-ranking ranked-lists 2Rank rank2 LiStInG"),
+    ("fusion 2x", "Fusion2 2x 2X fusion_x (FUSION) confusion fusions"),
+    ("Häuser rank", "Häuser ranked HAUS"),  # not ASCII: the IGNORECASE path with its umlaut classes
+])
+def test_ascii_fast_path_highlights_what_ignorecase_does(query, text):
+    terms = query_terms(query, ANALYZER)
+    ignorecase = [m.span() for m in _candidates(terms).finditer(text) if _analysed(m.group(), ANALYZER) in terms]
+    assert ignorecase  # the case is not empty
+    assert term_spans(text, terms, ANALYZER) == ignorecase
 
 
 def test_stopwords_are_not_highlighted():
