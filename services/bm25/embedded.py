@@ -15,7 +15,6 @@ import asyncio
 import bisect
 import json
 import logging
-import shutil
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ import bm25s
 import numpy as np
 
 from hybridsearch.bm25.analyzer import Analyzer, Analyzers
+from hybridsearch.bm25.folders import FolderCollections
 from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
 from hybridsearch.common.stores import (
     EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, picked_metadata, refuse_sealed, stored_documents,
@@ -268,10 +268,11 @@ def weighted_scores(retriever: bm25s.BM25, terms: list[WeightedTerm]) -> np.ndar
     return scores
 
 
-class EmbeddedBm25Engine:
+class EmbeddedBm25Engine(FolderCollections):
     """LexicalEngine on local disk: one SQLite store per collection under data_dir/bm25/."""
 
     name = "embedded-bm25s"
+    MARKER = "store.sqlite"
 
     def __init__(self, root: Path, k1: float = 0.9, b: float = 0.4, stemmer: str = "porter",
                  stopwords: str = "lucene", title_boost: float = 0.0, language_of=None) -> None:
@@ -290,9 +291,6 @@ class EmbeddedBm25Engine:
                     self.root / name, self.analyzers.for_collection(name), self.k1, self.b, self.title_boost
                 )
             return self._collections[name]
-
-    def _exists(self, name: str) -> bool:
-        return name in self._collections or (self.root / name / "store.sqlite").exists()
 
     @property
     def description(self) -> dict[str, str]:
@@ -345,23 +343,9 @@ class EmbeddedBm25Engine:
             return []
         return await asyncio.to_thread(self._collection(collection).chunks_of, doc_ids)
 
-    async def collections(self):
-        on_disk = {p.name for p in self.root.iterdir() if (p / "store.sqlite").exists()} if self.root.is_dir() else set()
-        return sorted(on_disk | set(self._collections))
-
-    async def drop(self, collection):
-        if not self._exists(collection):
-            return False
-        await asyncio.to_thread(self._drop, collection)
-        return True
-
-    def _drop(self, name: str) -> None:
-        with self._open_lock:
-            opened = self._collections.pop(name, None)
-        if opened is not None:
-            with opened.lock:  # a write or rebuild in progress ends first
-                opened.db.close()
-        shutil.rmtree(self.root / name, ignore_errors=True)
+    def _close(self, opened: _Collection) -> None:
+        with opened.lock:  # a write or rebuild in progress ends first
+            opened.db.close()
 
     async def close(self):
         for c in self._collections.values():

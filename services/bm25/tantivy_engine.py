@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ import tantivy
 
 from hybridsearch.bm25.analyzer import Analyzer, Analyzers
 from hybridsearch.bm25.engine import field_name
+from hybridsearch.bm25.folders import FolderCollections
 from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
 from hybridsearch.bm25.group_commit import MAX_GROUP, GroupCommit
 from hybridsearch.common.chunking import indexed_text
@@ -317,10 +317,11 @@ class _Collection:
             self.writer.wait_merging_threads()  # the writer is unusable afterwards
 
 
-class TantivyBm25Engine:
+class TantivyBm25Engine(FolderCollections):
     """LexicalEngine on local disk: one tantivy index per collection under data_dir/bm25-tantivy/."""
 
     name = "embedded-tantivy"
+    MARKER = "meta.json"
 
     def __init__(self, root: Path, stemmer: str = "porter", stopwords: str = "en_plus", title_boost: float = 0.0,
                  language_of=None, fields_of: Callable[[str], dict[str, float]] = lambda collection: {},
@@ -343,9 +344,6 @@ class TantivyBm25Engine:
                 self._collections[name] = _Collection(self.root / name, self.analyzers.for_collection(name),
                                                       self.title_boost, self.fields_of(name))
             return self._collections[name]
-
-    def _exists(self, name: str) -> bool:
-        return name in self._collections or (self.root / name / "meta.json").exists()
 
     @property
     def description(self) -> dict[str, str]:
@@ -409,23 +407,11 @@ class TantivyBm25Engine:
             return []
         return await asyncio.to_thread(lambda: self._collection(collection).chunks_of(doc_ids))
 
-    async def collections(self):
-        on_disk = {p.name for p in self.root.iterdir() if (p / "meta.json").exists()} if self.root.is_dir() else set()
-        return sorted(on_disk | set(self._collections))
+    def _forget(self, name: str) -> None:
+        self._groups.pop(name, None)  # writes submitted from now on open a fresh index
 
-    async def drop(self, collection):
-        if not self._exists(collection):
-            return False
-        self._groups.pop(collection, None)  # writes submitted from now on open a fresh index
-        await asyncio.to_thread(self._drop, collection)
-        return True
-
-    def _drop(self, name: str) -> None:
-        with self._open_lock:
-            opened = self._collections.pop(name, None)
-        if opened is not None:
-            opened.close()  # waits for its writer: a commit in progress ends before the files go
-        shutil.rmtree(self.root / name, ignore_errors=True)
+    def _close(self, opened: _Collection) -> None:
+        opened.close()  # waits for its writer: a commit in progress ends before the files go
 
     async def close(self):
         for c in self._collections.values():
