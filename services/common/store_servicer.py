@@ -68,6 +68,25 @@ def check_metadata_fields(fields) -> tuple[str, ...]:
 T = TypeVar("T")
 
 
+
+def check_chunks(request) -> str:
+    """A write's collection (checked), after its chunks: how many, their ids and metadata; InvalidArgument."""
+    collection = check_collection(request.collection)
+    if len(request.chunks) > MAX_CHUNKS_PER_REQUEST:
+        raise InvalidArgument(f"at most {MAX_CHUNKS_PER_REQUEST} chunks a request")
+    for i, c in enumerate(request.chunks):
+        check_doc_id(c.doc_id)
+        if not c.chunk_id.startswith(c.doc_id + "#"):
+            raise InvalidArgument(f"chunk id {c.chunk_id!r} does not belong to document {c.doc_id!r}")
+        check_metadata(c.metadata, f"chunks[{i}] ({c.chunk_id!r})")
+    return collection
+
+
+def written(result) -> common_pb2.UpsertChunksResponse:
+    return common_pb2.UpsertChunksResponse(documents_written=result.documents_written,
+                                           documents_unchanged=result.documents_unchanged,
+                                           chunks_written=result.chunks_written)
+
 class StoreServicerMixin:
     """Needs `self.engine` with upsert/delete/stats/content_hashes/collections/drop (bm25.engine.LexicalEngine)."""
 
@@ -83,44 +102,25 @@ class StoreServicerMixin:
     async def UpsertChunks(self, request: common_pb2.UpsertChunksRequest,
                            context: grpc.aio.ServicerContext) -> common_pb2.UpsertChunksResponse:
         try:
-            collection = check_collection(request.collection)
-            if len(request.chunks) > MAX_CHUNKS_PER_REQUEST:
-                raise InvalidArgument(f"at most {MAX_CHUNKS_PER_REQUEST} chunks a request")
-            for i, c in enumerate(request.chunks):
-                check_doc_id(c.doc_id)
-                if not c.chunk_id.startswith(c.doc_id + "#"):
-                    raise InvalidArgument(f"chunk id {c.chunk_id!r} does not belong to document {c.doc_id!r}")
-                check_metadata(c.metadata, f"chunks[{i}] ({c.chunk_id!r})")
+            collection = check_chunks(request)
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        result = await self._call_engine(context, self.engine.upsert(collection, list(request.chunks)))
-        return common_pb2.UpsertChunksResponse(
-            documents_written=result.documents_written,
-            documents_unchanged=result.documents_unchanged,
-            chunks_written=result.chunks_written,
-        )
+        return written(await self._call_engine(context, self.engine.upsert(collection, list(request.chunks))))
 
     async def ResealChunks(self, request: common_pb2.ResealChunksRequest,
                            context: grpc.aio.ServicerContext) -> common_pb2.UpsertChunksResponse:
         """`keys rotate`: documents sealed again, each only while it is as it was read (ResealChunksRequest)."""
         try:
-            collection = check_collection(request.collection)
-            if len(request.chunks) > MAX_CHUNKS_PER_REQUEST:
-                raise InvalidArgument(f"at most {MAX_CHUNKS_PER_REQUEST} chunks a request")
+            collection = check_chunks(request)
             for i, c in enumerate(request.chunks):
-                check_doc_id(c.doc_id)
                 if not c.HasField("sealed"):
                     raise InvalidArgument(f"chunks[{i}] ({c.chunk_id!r}) is not sealed: only sealed records are resealed")
                 if c.doc_id not in request.expected_hashes:
                     raise InvalidArgument(f"chunks[{i}] ({c.chunk_id!r}): no expected hash for document {c.doc_id!r}")
-                check_metadata(c.metadata, f"chunks[{i}] ({c.chunk_id!r})")
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        result = await self._call_engine(context, self.engine.reseal(collection, list(request.chunks),
-                                                                     dict(request.expected_hashes)))
-        return common_pb2.UpsertChunksResponse(documents_written=result.documents_written,
-                                               documents_unchanged=result.documents_unchanged,
-                                               chunks_written=result.chunks_written)
+        return written(await self._call_engine(context, self.engine.reseal(collection, list(request.chunks),
+                                                                           dict(request.expected_hashes))))
 
     async def DeleteDocuments(self, request: common_pb2.DeleteDocumentsRequest,
                               context: grpc.aio.ServicerContext) -> common_pb2.DeleteDocumentsResponse:

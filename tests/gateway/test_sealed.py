@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -78,16 +79,22 @@ class Words:
 SEALED_WORDS, PLAIN_WORDS = Words("zyx"), Words("qwk")
 
 
+@contextmanager
+def sealed_stack(data_dir: Path, ports: tuple[str, str, str], declared: dict[str, dict], keyed: tuple[str, ...]):
+    """A stack on ports of its own (stack_env_on's families) whose collections are the shared ones plus
+    `declared`, with a key made for each collection in `keyed` before it starts."""
+    collections = {**json.loads(STACK_ENV["HYBRIDSEARCH_COLLECTIONS"]), **declared}
+    env = {**stack_env_on(*ports), "HYBRIDSEARCH_DATA_DIR": str(data_dir), "HYBRIDSEARCH_COLLECTIONS": json.dumps(collections)}
+    for name in keyed:
+        create_collection_key(data_dir / "sealing" / "keys.yaml", name)
+    with running_stack(env) as running:
+        yield running
+
+
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("sealed")
-    collections = {**json.loads(STACK_ENV["HYBRIDSEARCH_COLLECTIONS"]), SEALED: {**DECLARED, "sealed": True},
-                   PLAIN: DECLARED, NO_KEY: {"sealed": True}, DROPPED: {"sealed": True}}
-    env = {**stack_env_on("2445", "2617", "2815"), "HYBRIDSEARCH_DATA_DIR": str(data_dir),
-           "HYBRIDSEARCH_COLLECTIONS": json.dumps(collections)}
-    create_collection_key(data_dir / "sealing" / "keys.yaml", SEALED)
-    create_collection_key(data_dir / "sealing" / "keys.yaml", DROPPED)
-    with running_stack(env) as running:
+    declared = {SEALED: {**DECLARED, "sealed": True}, PLAIN: DECLARED, NO_KEY: {"sealed": True}, DROPPED: {"sealed": True}}
+    with sealed_stack(tmp_path_factory.mktemp("sealed"), ("2445", "2617", "2815"), declared, (SEALED, DROPPED)) as running:
         yield running
 
 

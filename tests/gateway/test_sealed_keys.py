@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import signal
 import subprocess
 import sys
@@ -19,12 +18,11 @@ import sys
 import pytest
 import redis
 import yaml
-from stacks import STACK_ENV, running_stack, stack_env_on
-from test_sealed import files_holding, stored_records
+from test_sealed import files_holding, sealed_stack, stored_records
 
 from hybridsearch.client import GatewayClient
 from hybridsearch.client.errors import FailedPrecondition, NotFound
-from hybridsearch.common.sealing import KeysFile, create_collection_key
+from hybridsearch.common.sealing import KeysFile
 from hybridsearch.reconcile.plan import Store
 from hybridsearch.reconcile.rotate import Rotator
 from hybridsearch.v1 import common_pb2, ingest_pb2, search_pb2
@@ -58,14 +56,9 @@ def erased_documents() -> list[ingest_pb2.Document]:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("sealed-keys")
-    collections = {**json.loads(STACK_ENV["HYBRIDSEARCH_COLLECTIONS"]), ROTATED: DECLARED,
-                   ERASED: {"sealed": True, "tag_leg": True, "tags_field": "topics"}}
-    env = {**stack_env_on("2465", "2627", "2835"), "HYBRIDSEARCH_DATA_DIR": str(data_dir),
-           "HYBRIDSEARCH_COLLECTIONS": json.dumps(collections)}
-    for name in (ROTATED, ERASED):
-        create_collection_key(data_dir / "sealing" / "keys.yaml", name)
-    with running_stack(env) as running:
+    declared = {ROTATED: DECLARED, ERASED: {"sealed": True, "tag_leg": True, "tags_field": "topics"}}
+    with sealed_stack(tmp_path_factory.mktemp("sealed-keys"), ("2465", "2627", "2835"), declared,
+                      (ROTATED, ERASED)) as running:
         yield running
 
 

@@ -14,11 +14,10 @@ import subprocess
 import sys
 
 import pytest
-from stacks import STACK_ENV, running_stack, stack_env_on
-from test_sealed import DECLARED, Words, search
+from test_sealed import DECLARED, Words, sealed_stack, search
 
 from hybridsearch.client import GatewayClient
-from hybridsearch.common.sealing import Sealer, create_collection_key
+from hybridsearch.common.sealing import Sealer
 from hybridsearch.common.server import insecure_channel
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, vector_pb2_grpc
 
@@ -33,13 +32,9 @@ DENSE = dict(effort=common_pb2.EFFORT_FAST, mode=common_pb2.RETRIEVAL_MODE_VECTO
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("sealed-stack")
     declared = {name: {**DECLARED, "sealed": name in SEALED} for name in WORDS}
-    env = {**stack_env_on("2465", "2619", "2825"), "HYBRIDSEARCH_DATA_DIR": str(data_dir),
-           "HYBRIDSEARCH_COLLECTIONS": json.dumps({**json.loads(STACK_ENV["HYBRIDSEARCH_COLLECTIONS"]), **declared})}
-    for name in SEALED:  # a key each
-        create_collection_key(data_dir / "sealing" / "keys.yaml", name)
-    with running_stack(env) as running:
+    with sealed_stack(tmp_path_factory.mktemp("sealed-stack"), ("2465", "2619", "2825"), declared,
+                      tuple(SEALED)) as running:  # a key each
         yield running
 
 

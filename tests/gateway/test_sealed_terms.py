@@ -8,20 +8,18 @@ finds them there, so it can fail (a byte scan alone may not: the dictionary is a
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import pytest
 import redis
 import tantivy
-from stacks import STACK_ENV, running_stack, stack_env_on
-from test_sealed import DECLARED, Words, files_holding, search, stored_records
+from test_sealed import DECLARED, Words, files_holding, sealed_stack, search, stored_records
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.client import GatewayClient
 from hybridsearch.common.hashed_terms import TERM, TERM_HEX
-from hybridsearch.common.sealing import Sealer, create_collection_key
+from hybridsearch.common.sealing import Sealer
 from hybridsearch.v1 import common_pb2, ingest_pb2, search_pb2
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(900)]
@@ -39,14 +37,9 @@ def runner(words: Words) -> ingest_pb2.Document:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("sealed-terms")
-    collections = {**json.loads(STACK_ENV["HYBRIDSEARCH_COLLECTIONS"]),
-                   HASHED: {**DECLARED, "sealed": True, "sealed_terms": "hashed"}, CLEAR: {"sealed": True}}
-    env = {**stack_env_on("2465", "2627", "2835"), "HYBRIDSEARCH_DATA_DIR": str(data_dir),
-           "HYBRIDSEARCH_COLLECTIONS": json.dumps(collections)}
-    for collection in (HASHED, CLEAR):
-        create_collection_key(data_dir / "sealing" / "keys.yaml", collection)
-    with running_stack(env) as running:
+    declared = {HASHED: {**DECLARED, "sealed": True, "sealed_terms": "hashed"}, CLEAR: {"sealed": True}}
+    with sealed_stack(tmp_path_factory.mktemp("sealed-terms"), ("2465", "2627", "2835"), declared,
+                      (HASHED, CLEAR)) as running:
         yield running
 
 
