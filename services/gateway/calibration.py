@@ -36,7 +36,9 @@ hit against fixed references instead (Gnosis' design, "Smart Skip" and "Score In
   of its own score and the score shown above it, so scores never rise down the list and `min_score` cuts
   a prefix in which every hit's own score passes.
 
-Pure functions over the fusion protos' values; no I/O.
+Pure functions over the fusion protos' values; no I/O. `own_score` measures one hit; `own_scores` measures
+an answer's candidates in one pass (the evidence summed per hit, the rest over all of them at once with numpy),
+to the same floats.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
+
+import numpy as np
 
 from hybridsearch.common import legs
 from hybridsearch.fusion.methods import FusionMethod, FusionParams
@@ -96,8 +100,9 @@ def scale_of(lists: Iterable[common_pb2.RankedList], params: FusionParams) -> Sc
                  frozenset(legs.bonus_values()))
 
 
-def _share_and_cosine(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale, boost: float) -> tuple[float, float | None]:
-    """evidence_share and hit_cosine in one pass over the evidence (every hit of every answer comes here)."""
+def _rank_evidence(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale) -> tuple[float, float | None]:
+    """The hit's weighted rank evidence (the top-rank bonus included) and its own cosine (the original vector
+    list's score; None when that list did not return it), in one pass over the evidence."""
     weights, k, window = scale.weights, scale.k, scale.window
     total, top, own = 0.0, set(), None
     for e in evidence:
@@ -110,6 +115,12 @@ def _share_and_cosine(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale, 
                 own = e.score
     if scale.bonus and scale.bonus_legs <= top:
         total += scale.bonus
+    return total, own
+
+
+def _share_and_cosine(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale, boost: float) -> tuple[float, float | None]:
+    """evidence_share and hit_cosine in one pass over the evidence."""
+    total, own = _rank_evidence(evidence, scale)
     share = min(1.0, boost * total / scale.maximum) if scale.maximum > 0 else 0.0
     cosine = own if own is not None else scale.cosine_bound
     return share, None if cosine is None else min(1.0, max(0.0, cosine))
@@ -157,6 +168,39 @@ def own_score(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale, probabil
         return NO_EVIDENCE if probability is None else reranked_score(0.0, probability, fusion_weight)
     b = belief(*_share_and_cosine(evidence, scale, boost))
     return synthetic(b) if probability is None else reranked_score(b, probability, fusion_weight)
+
+
+def own_scores(evidences: Sequence[Sequence[fusion_pb2.LegEvidence]], scales: Sequence[Scale],
+               boosts: Sequence[float] | None = None, probabilities: Sequence[float] | None = None,
+               fusion_weights: Sequence[float] | None = None) -> list[float]:
+    """`own_score` of many hits (an answer's candidates), each with its own scale, fusion-stage boost (None:
+    1.0 for all), probability and fusion weight (None for all: not reranked). The evidence is summed hit by
+    hit; the share, cosine, belief and score are computed over all hits at once, in own_score's operations and
+    order, so the floats are its own."""
+    totals, maxima, cosines = [], [], []
+    for evidence, scale in zip(evidences, scales, strict=True):
+        total, own = _rank_evidence(evidence, scale)
+        cosine = own if own is not None else scale.cosine_bound
+        totals.append(total)
+        maxima.append(scale.maximum)
+        cosines.append(math.nan if cosine is None else cosine)
+    found = np.array([len(e) > 0 for e in evidences], dtype=bool)
+    maximum = np.array(maxima, dtype=np.float64)
+    boosted = np.array(totals, dtype=np.float64) * (1.0 if boosts is None else np.asarray(boosts, dtype=np.float64))
+    share = np.minimum(1.0, np.divide(boosted, maximum, out=np.zeros_like(maximum), where=maximum > 0))
+    cosine = np.array(cosines, dtype=np.float64)
+    no_cosine = np.isnan(cosine)
+    m = np.where(no_cosine, share, share * np.minimum(1.0, np.maximum(0.0, np.where(no_cosine, 0.0, cosine))))
+    # math.exp, not np.exp: numpy's own (SIMD) exp may differ from libm's in the last bit on some CPUs.
+    exp = np.array([math.exp(x) for x in (-STEEPNESS * (m - CENTRE)).tolist()], dtype=np.float64)
+    b = np.where(found, (1.0 / (1.0 + exp) - _LOW) / (_HIGH - _LOW), 0.0)
+    if probabilities is None:
+        scores = np.where(found, np.minimum(SYNTHETIC_CAP, SYNTHETIC_LOW + (SYNTHETIC_CAP - SYNTHETIC_LOW) * b),
+                          NO_EVIDENCE)
+    else:
+        weight = np.asarray(fusion_weights, dtype=np.float64)
+        scores = weight * b + (1.0 - weight) * np.asarray(probabilities, dtype=np.float64)
+    return scores.tolist()
 
 
 def non_increasing(scores: Iterable[float]) -> list[float]:

@@ -14,7 +14,7 @@ from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.common.config import Settings
 from hybridsearch.fusion.params import params_to_proto
 from hybridsearch.gateway.boosts import FUSION, RERANK, boost_final, capped, factors
-from hybridsearch.gateway.calibration import Scale, non_increasing, own_score, scale_of
+from hybridsearch.gateway.calibration import Scale, non_increasing, own_scores, scale_of
 from hybridsearch.gateway.deadline import Deadline
 from hybridsearch.gateway.keys import split_key
 from hybridsearch.gateway.pool import Pool
@@ -112,25 +112,34 @@ class Responder:
     def calibrated(self, plan: SearchPlan, fused: list[fusion_pb2.FusedHit], reranked: Reranked, order: list[int],
                    pool: Pool) -> dict[int, float]:
         """Each hit's calibrated score (gateway.calibration), measured on its own collection's scale with its
-        collection's boosts, shown non-increasing down the final order (which stays as it is)."""
+        collection's boosts, shown non-increasing down the final order (which stays as it is). The candidates
+        are measured together (calibration.own_scores), not one call chain per hit."""
+        hits = [fused[i] for i in order]
+        collections = ([split_key(hit.chunk_id, plan.collection)[0] for hit in hits] if plan.parts
+                       else [plan.collection] * len(hits))
         measures: dict[str, tuple[SearchPlan, Scale]] = {}  # each collection's plan and scale, made once
-        bands, tail = tuple(self.cfg.bands), self.cfg.tail_fusion_weight
-        own = []
-        for i in order:
-            hit = fused[i]
-            collection = split_key(hit.chunk_id, plan.collection)[0] if plan.parts else plan.collection
-            if collection not in measures:
-                part = plan.plan_of(collection)
-                measures[collection] = part, scale_of(pool.lists_of(collection), part.fusion)
-            part, scale = measures[collection]
-            boosts = part.config.boosts
-            metadata = pool.hit(hit.chunk_id).metadata if boosts else {}
-            # A reranked answer's hit outside the pool: the reranked scale, no verification (gateway.calibration).
-            probability = reranked.rerank.get(i, 0.0 if reranked.rerank else None)
-            weight = fusion_weight(i + 1, bands, tail) if probability is not None else 0.0
-            boost = math.prod(factors(metadata, boosts, FUSION)) if boosts else 1.0
-            score = own_score(hit.evidence, scale, probability, weight, boost)
-            own.append(capped(score, factors(metadata, boosts, RERANK)) if boosts and i in reranked.rerank else score)
+        for collection in dict.fromkeys(collections):
+            part = plan.plan_of(collection)
+            measures[collection] = part, scale_of(pool.lists_of(collection), part.fusion)
+        boosts, capped_at = None, {}  # fusion-stage boosts of each hit; its rerank-stage factors (reranked ones)
+        if any(part.config.boosts for part, _ in measures.values()):
+            boosts = []
+            for n, (i, hit, collection) in enumerate(zip(order, hits, collections)):
+                collection_boosts = measures[collection][0].config.boosts
+                metadata = pool.hit(hit.chunk_id).metadata if collection_boosts else {}
+                boosts.append(math.prod(factors(metadata, collection_boosts, FUSION)) if collection_boosts else 1.0)
+                if collection_boosts and i in reranked.rerank:
+                    capped_at[n] = factors(metadata, collection_boosts, RERANK)
+        # A reranked answer's hit outside the pool: the reranked scale, no verification (gateway.calibration).
+        probabilities = weights = None
+        if reranked.rerank:
+            bands, tail = tuple(self.cfg.bands), self.cfg.tail_fusion_weight
+            probabilities = [reranked.rerank.get(i, 0.0) for i in order]
+            weights = [fusion_weight(i + 1, bands, tail) for i in order]
+        own = own_scores([hit.evidence for hit in hits], [measures[c][1] for c in collections], boosts,
+                         probabilities, weights)
+        for n, rerank_factors in capped_at.items():
+            own[n] = capped(own[n], rerank_factors)
         return dict(zip(order, non_increasing(own)))
 
 

@@ -1,5 +1,7 @@
 """Calibrated scores (gateway.calibration): the scale, its range, its monotonicity, reranked or not, display."""
 
+import random
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -7,7 +9,7 @@ from hypothesis import strategies as st
 from hybridsearch.fusion.methods import FusionMethod, FusionParams, Item, QueryKind, Ranking, fuse
 from hybridsearch.gateway.calibration import (
     NO_EVIDENCE, SYNTHETIC_CAP, SYNTHETIC_LOW, belief, evidence_share, hit_cosine, non_increasing, own_score,
-    scale_of,
+    own_scores, scale_of,
 )
 from hybridsearch.v1 import common_pb2, fusion_pb2
 
@@ -158,3 +160,61 @@ def test_a_hit_the_reranker_did_not_read_in_a_reranked_answer_gets_no_band(cosin
     unread = own_score(evidence, scale, 0.0, 0.4)
     assert unread == pytest.approx(0.4 * belief(1.0, cosine)) and unread <= SYNTHETIC_LOW
     assert unread < own_score(evidence, scale) and unread < own_score(evidence, scale, 0.5, 0.4)
+
+
+LEGS = (BM25, VECTOR, TAG)
+KINDS = (ORIGINAL, LEXICAL, common_pb2.QUERY_KIND_SEMANTIC_VARIANT, common_pb2.QUERY_KIND_FEEDBACK)
+PARAMS = (RRF, ZSCORE, FusionParams(method=FusionMethod.RRF, top_rank_bonus=0.0),
+          FusionParams(method=FusionMethod.DBSF, leg_weights={"bm25": 0.3, "vector": 0.7}))
+
+
+def random_scale(rng: random.Random):
+    """The scale of some of HYBRID's lists, others, empty ones, under one of PARAMS (or one that ran nothing)."""
+    lists = [ranked(leg, *sorted((rng.uniform(-0.3, 1.2) for _ in range(rng.randint(0, 6))), reverse=True),
+                    kind=rng.choice(KINDS), weight=rng.choice((0.0, 0.5, 1.0)))
+             for leg in LEGS for _ in range(rng.randint(0, 2))]
+    return scale_of(lists, rng.choice(PARAMS))
+
+
+def random_evidence(rng: random.Random) -> list[fusion_pb2.LegEvidence]:
+    return [ev(rng.choice(LEGS), rng.randint(1, 120), rng.uniform(-0.3, 1.2), kind=rng.choice(KINDS))
+            for _ in range(rng.choice((0, 0, 1, 2, 3, 4, 6)))]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_own_scores_are_own_score_of_each_hit_to_the_float(seed):
+    """own_scores (an answer's candidates at once) gives each hit exactly own_score's float, reranked or not,
+    boosted or not, over several collections' scales, hits without evidence and scales without maxima included."""
+    rng = random.Random(seed)
+    scales = [random_scale(rng) for _ in range(3)]
+    n = rng.randint(0, 220)
+    evidences = [random_evidence(rng) for _ in range(n)]
+    hit_scales = [rng.choice(scales) for _ in range(n)]
+    boosts = [rng.choice((1.0, 1.0, 1.3, 0.5, 2.0)) for _ in range(n)]
+    probabilities = [rng.choice((0.0, rng.random())) for _ in range(n)]
+    weights = [rng.choice((0.75, 0.6, 0.4)) for _ in range(n)]
+    synthetic = own_scores(evidences, hit_scales)
+    assert synthetic == [own_score(e, s) for e, s in zip(evidences, hit_scales)]
+    boosted = own_scores(evidences, hit_scales, boosts)
+    assert boosted == [own_score(e, s, boost=b) for e, s, b in zip(evidences, hit_scales, boosts)]
+    reranked = own_scores(evidences, hit_scales, boosts, probabilities, weights)
+    assert reranked == [own_score(e, s, p, w, b)
+                        for e, s, b, p, w in zip(evidences, hit_scales, boosts, probabilities, weights)]
+    assert all(type(x) is float for x in synthetic + boosted + reranked)
+
+
+@given(st.lists(st.tuples(st.lists(st.tuples(st.sampled_from(LEGS), st.integers(1, 300),
+                                             st.floats(-1.0, 2.0, allow_nan=False), st.sampled_from(KINDS)),
+                                   max_size=5),
+                          st.floats(0.1, 3.0), st.floats(0.0, 1.0), st.sampled_from((0.75, 0.6, 0.4))),
+                max_size=40),
+       st.sampled_from(PARAMS), st.booleans())
+def test_own_scores_match_own_score_for_any_evidence(hits, params, rerank):
+    scale = scale_of(HYBRID, params)
+    evidences = [[ev(leg, rank, score, kind=kind) for leg, rank, score, kind in e] for e, *_ in hits]
+    boosts = [b for _, b, _, _ in hits]
+    probabilities = [p for *_, p, _ in hits] if rerank else None
+    weights = [w for *_, w in hits] if rerank else None
+    expected = [own_score(e, scale, None if probabilities is None else probabilities[n],
+                          0.0 if weights is None else weights[n], boosts[n]) for n, e in enumerate(evidences)]
+    assert own_scores(evidences, [scale] * len(hits), boosts, probabilities, weights) == expected
