@@ -104,17 +104,20 @@ def _rank_evidence(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale) -> 
     """The hit's weighted rank evidence (the top-rank bonus included) and its own cosine (the original vector
     list's score; None when that list did not return it), in one pass over the evidence."""
     weights, k, window = scale.weights, scale.k, scale.window
-    total, top, own = 0.0, set(), None
+    total, own = 0.0, None
+    top = set() if scale.bonus else None  # the legs that ranked it in their top window: only for the bonus
     for j in range(len(evidence)):  # by index: iterating a protobuf repeated field costs more per item
         e = evidence[j]
         leg, kind, rank = e.leg, e.kind, e.rank
         total += weights.get((leg, kind), 0.0) / (k + rank)
         if kind == ORIGINAL:
-            if rank <= window:
+            if top is not None and rank <= window:
                 top.add(leg)
-            if leg == VECTOR and (own is None or e.score > own):
-                own = e.score
-    if scale.bonus and scale.bonus_legs <= top:
+            if leg == VECTOR:
+                score = e.score
+                if own is None or score > own:
+                    own = score
+    if top is not None and scale.bonus_legs <= top:
         total += scale.bonus
     return total, own
 

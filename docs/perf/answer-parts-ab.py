@@ -1,0 +1,139 @@
+"""Issue 24's two parts of an answer, old and new alternated in one process (CPU µs per answer, medians of
+--rounds, each --reps answers), on the in-process harness's candidates (docs/perf/gateway-inprocess.py: BM25
+and vector lists of 100 hits, 50 in common: 150 fused candidates):
+
+* calibration: Responder.calibrated (calibration.own_scores, the candidates together) against the loop it
+  replaced (own_score hit by hit, kept here as it was), not reranked and reranked (the first 20);
+* the paging order: the KeptOrder of an answer's 150 kept hits, serialised as Pager writes it, with each fused
+  hit serialised on its own (fused_hits, as respond builds it now) against each copied in as a message (hits,
+  as before); the rest of the order (titles, scores) the same in both.
+
+    PYTHONPATH=.shim .venv/bin/python docs/perf/answer-parts-ab.py [--rounds 15] [--reps 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import sys
+from pathlib import Path
+import statistics
+import time
+
+from hybridsearch.common.config import Settings
+from hybridsearch.fusion.service import fuse_proto
+from hybridsearch.gateway.boosts import FUSION, RERANK, capped, factors
+from hybridsearch.gateway.calibration import non_increasing, own_score, scale_of
+from hybridsearch.gateway.keys import split_key
+from hybridsearch.gateway.pool import Pool
+from hybridsearch.gateway.request import plan_search
+from hybridsearch.gateway.rerank import Reranked
+from hybridsearch.gateway.respond import Responder
+from hybridsearch.reranker.blend import fusion_weight
+from hybridsearch.v1 import common_pb2, fusion_pb2, paging_pb2, search_pb2
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+import query_standins as standins  # noqa: E402
+
+from hybridsearch.gateway.deadline import Deadline  # noqa: E402
+from hybridsearch.gateway.paging import kept_hit  # noqa: E402
+from hybridsearch.gateway.report import Report  # noqa: E402
+from hybridsearch.gateway.search import QueryPath  # noqa: E402
+
+
+def per_hit_calibrated(responder, plan, fused, reranked, order, pool):
+    """Responder.calibrated before issue 24: own_score called hit by hit."""
+    measures = {}
+    bands, tail = tuple(responder.cfg.bands), responder.cfg.tail_fusion_weight
+    own = []
+    for i in order:
+        hit = fused[i]
+        collection = split_key(hit.chunk_id, plan.collection)[0] if plan.parts else plan.collection
+        if collection not in measures:
+            part = plan.plan_of(collection)
+            measures[collection] = part, scale_of(pool.lists_of(collection), part.fusion)
+        part, scale = measures[collection]
+        boosts = part.config.boosts
+        metadata = pool.hit(hit.chunk_id).metadata if boosts else {}
+        probability = reranked.rerank.get(i, 0.0 if reranked.rerank else None)
+        weight = fusion_weight(i + 1, bands, tail) if probability is not None else 0.0
+        boost = math.prod(factors(metadata, boosts, FUSION)) if boosts else 1.0
+        score = own_score(hit.evidence, scale, probability, weight, boost)
+        own.append(capped(score, factors(metadata, boosts, RERANK)) if boosts and i in reranked.rerank else score)
+    return dict(zip(order, non_increasing(own)))
+
+
+def candidates():
+    settings = Settings()
+    plan = plan_search(search_pb2.SearchRequest(query="fusion of ranked lists", effort=common_pb2.EFFORT_FAST), settings)
+    pool = Pool()
+    pool.add(common_pb2.RankedList(leg=leg, kind=common_pb2.QUERY_KIND_ORIGINAL, hits=[
+        common_pb2.LegHit(doc_id=f"d{d}", chunk_id=f"d{d}#0", title=f"d{d}", score=top - r / 100, rank=r + 1)
+        for r, d in enumerate(range(start, start + 100))])
+        for leg, start, top in ((common_pb2.LEG_BM25, 0, 10.0), (common_pb2.LEG_VECTOR, 50, 0.9)))
+    fused = fuse_proto(pool.lists, plan.fusion, 1000, with_text=False)
+    return settings, plan, pool, fused
+
+
+def kept_order():
+    """A FAST answer's kept order (150 hits) from the harness's stand-ins, and its hits as the gateway holds
+    fusion's answer (the children of one FuseResponse)."""
+    docs = {common_pb2.LEG_BM25: [f"d{i}" for i in range(100)], common_pb2.LEG_VECTOR: [f"d{i}" for i in range(50, 150)]}
+    parts = standins.backends(**{name: standins.Call(standins.leg_answer(leg, docs[leg]), delay=0)
+                                 for name, leg in (("bm25", common_pb2.LEG_BM25), ("vector", common_pb2.LEG_VECTOR))})
+    settings = standins.settings()
+    request = search_pb2.SearchRequest(query="fusion of ranked lists", effort=common_pb2.EFFORT_FAST, top_k=10)
+    answer = asyncio.run(QueryPath(settings, parts).answer(plan_search(request, settings), Deadline(5.0), Report()))
+    order = answer.order(answer.candidates)
+    fused = list(fusion_pb2.FuseResponse(hits=[kept_hit(order, i) for i in range(len(order.fused_hits))]).hits)
+    return order, fused
+
+
+def cpu_us(fn, reps: int) -> float:
+    t = time.process_time()
+    for _ in range(reps):
+        fn()
+    return (time.process_time() - t) / reps * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--reps", type=int, default=200)
+    args = parser.parse_args()
+    settings, plan, pool, fused = candidates()
+    responder = Responder(settings, None)
+    order = list(range(len(fused)))
+    for name, reranked in (("not reranked", Reranked(order=order)),
+                           ("reranked", Reranked(order=order, rerank={i: 1 - i / 20 for i in range(20)}))):
+        assert responder.calibrated(plan, fused, reranked, order, pool) == \
+            per_hit_calibrated(responder, plan, fused, reranked, order, pool)
+        old, new = [], []
+        for _ in range(args.rounds):
+            old.append(cpu_us(lambda: per_hit_calibrated(responder, plan, fused, reranked, order, pool), args.reps))
+            new.append(cpu_us(lambda: responder.calibrated(plan, fused, reranked, order, pool), args.reps))
+        o, n = statistics.median(old), statistics.median(new)
+        print(f"calibration, {len(fused)} candidates, {name}: old {o:.0f} µs, new {n:.0f} µs, new/old {n / o:.2f}")
+    order, hits = kept_order()
+    rest = dict(titles=order.titles, scores=order.scores, blended_scores=order.blended_scores,
+                rerank_scores=order.rerank_scores, reranked=order.reranked)
+
+    def copied():
+        return paging_pb2.KeptOrder(hits=[h for h in hits], **rest).SerializeToString()
+
+    def serialised():
+        return paging_pb2.KeptOrder(fused_hits=[h.SerializeToString() for h in hits], **rest).SerializeToString()
+
+    assert serialised() == order.SerializeToString()
+    old, new = [], []
+    for _ in range(args.rounds):
+        old.append(cpu_us(copied, args.reps))
+        new.append(cpu_us(serialised, args.reps))
+    o, n = statistics.median(old), statistics.median(new)
+    print(f"paging order, {len(hits)} hits built and serialised: old (hits copied) {o:.0f} µs, new (each serialised) "
+          f"{n:.0f} µs, new/old {n / o:.2f}; {len(copied())} and {len(serialised())} bytes")
+
+
+if __name__ == "__main__":
+    main()
