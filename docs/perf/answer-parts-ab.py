@@ -24,7 +24,9 @@ import time
 from hybridsearch.common.config import Settings
 from hybridsearch.fusion.service import fuse_proto
 from hybridsearch.gateway.boosts import FUSION, RERANK, capped, factors
-from hybridsearch.gateway.calibration import non_increasing, own_score, scale_of
+from hybridsearch.gateway.calibration import (
+    NO_EVIDENCE, ORIGINAL, VECTOR, belief, non_increasing, reranked_score, scale_of, synthetic,
+)
 from hybridsearch.gateway.keys import split_key
 from hybridsearch.gateway.pool import Pool
 from hybridsearch.gateway.request import plan_search
@@ -40,6 +42,33 @@ from hybridsearch.gateway.deadline import Deadline  # noqa: E402
 from hybridsearch.gateway.paging import kept_hit  # noqa: E402
 from hybridsearch.gateway.report import Report  # noqa: E402
 from hybridsearch.gateway.search import QueryPath  # noqa: E402
+
+
+def share_and_cosine_before(evidence, scale, boost):
+    """calibration._share_and_cosine before issue 24 (the evidence iterated, the top legs always tracked)."""
+    weights, k, window = scale.weights, scale.k, scale.window
+    total, top, own = 0.0, set(), None
+    for e in evidence:
+        leg, kind, rank = e.leg, e.kind, e.rank
+        total += weights.get((leg, kind), 0.0) / (k + rank)
+        if kind == ORIGINAL:
+            if rank <= window:
+                top.add(leg)
+            if leg == VECTOR and (own is None or e.score > own):
+                own = e.score
+    if scale.bonus and scale.bonus_legs <= top:
+        total += scale.bonus
+    share = min(1.0, boost * total / scale.maximum) if scale.maximum > 0 else 0.0
+    cosine = own if own is not None else scale.cosine_bound
+    return share, None if cosine is None else min(1.0, max(0.0, cosine))
+
+
+def own_score_before(evidence, scale, probability=None, fusion_weight=0.0, boost=1.0):
+    """calibration.own_score before issue 24."""
+    if not evidence:
+        return NO_EVIDENCE if probability is None else reranked_score(0.0, probability, fusion_weight)
+    b = belief(*share_and_cosine_before(evidence, scale, boost))
+    return synthetic(b) if probability is None else reranked_score(b, probability, fusion_weight)
 
 
 def per_hit_calibrated(responder, plan, fused, reranked, order, pool):
@@ -59,7 +88,7 @@ def per_hit_calibrated(responder, plan, fused, reranked, order, pool):
         probability = reranked.rerank.get(i, 0.0 if reranked.rerank else None)
         weight = fusion_weight(i + 1, bands, tail) if probability is not None else 0.0
         boost = math.prod(factors(metadata, boosts, FUSION)) if boosts else 1.0
-        score = own_score(hit.evidence, scale, probability, weight, boost)
+        score = own_score_before(hit.evidence, scale, probability, weight, boost)
         own.append(capped(score, factors(metadata, boosts, RERANK)) if boosts and i in reranked.rerank else score)
     return dict(zip(order, non_increasing(own)))
 
