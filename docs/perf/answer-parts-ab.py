@@ -140,13 +140,13 @@ def main() -> None:
             per_hit_calibrated(responder, plan, fused, reranked, order, pool)
         old, new = [], []
         for _ in range(args.rounds):
-            old.append(cpu_us(lambda: per_hit_calibrated(responder, plan, fused, reranked, order, pool), args.reps))
-            new.append(cpu_us(lambda: responder.calibrated(plan, fused, reranked, order, pool), args.reps))
+            old.append(cpu_us(lambda r=reranked: per_hit_calibrated(responder, plan, fused, r, order, pool), args.reps))
+            new.append(cpu_us(lambda r=reranked: responder.calibrated(plan, fused, r, order, pool), args.reps))
         o, n = statistics.median(old), statistics.median(new)
         print(f"calibration, {len(fused)} candidates, {name}: old {o:.0f} µs, new {n:.0f} µs, new/old {n / o:.2f}")
     order, hits = kept_order()
-    rest = dict(titles=order.titles, scores=order.scores, blended_scores=order.blended_scores,
-                rerank_scores=order.rerank_scores, reranked=order.reranked)
+    rest = {"titles": order.titles, "scores": order.scores, "blended_scores": order.blended_scores,
+            "rerank_scores": order.rerank_scores, "reranked": order.reranked}
 
     def copied():
         return paging_pb2.KeptOrder(hits=[h for h in hits], **rest).SerializeToString()
