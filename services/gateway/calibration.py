@@ -106,7 +106,7 @@ def _rank_evidence(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale) -> 
     weights, k, window = scale.weights, scale.k, scale.window
     total, own = 0.0, None
     top = set() if scale.bonus else None  # the legs that ranked it in their top window: only for the bonus
-    for j in range(len(evidence)):  # by index: iterating a protobuf repeated field costs more per item
+    for j in range(len(evidence)):  # by index: for a hit's one to four items, cheaper than an iterator
         e = evidence[j]
         leg, kind, rank = e.leg, e.kind, e.rank
         total += weights.get((leg, kind), 0.0) / (k + rank)
