@@ -1,12 +1,8 @@
-"""Issue 24's two parts of an answer, old and new alternated in one process (CPU µs per answer, medians of
+"""Issue 24's calibration of an answer, old and new alternated in one process (CPU µs per answer, medians of
 --rounds, each --reps answers), on the in-process harness's candidates (docs/perf/gateway-inprocess.py: BM25
-and vector lists of 100 hits, 50 in common: 150 fused candidates):
-
-* calibration: Responder.calibrated (calibration.own_scores, the candidates together) against the loop it
-  replaced (own_score hit by hit, kept here as it was), not reranked and reranked (the first 20);
-* the paging order: the KeptOrder of an answer's 150 kept hits, serialised as Pager writes it, with each fused
-  hit serialised on its own (fused_hits, as respond builds it now) against each copied in as a message (hits,
-  as before); the rest of the order (titles, scores) the same in both.
+and vector lists of 100 hits, 50 in common: 150 fused candidates): Responder.calibrated
+(calibration.own_scores, the candidates together) against the loop it replaced (own_score hit by hit, kept
+here as it was), not reranked and reranked (the first 20).
 
     PYTHONPATH=.shim .venv/bin/python docs/perf/answer-parts-ab.py [--rounds 15] [--reps 200]
 """
@@ -14,7 +10,6 @@ and vector lists of 100 hits, 50 in common: 150 fused candidates):
 from __future__ import annotations
 
 import argparse
-import asyncio
 import math
 import sys
 from pathlib import Path
@@ -33,15 +28,10 @@ from hybridsearch.gateway.request import plan_search
 from hybridsearch.gateway.rerank import Reranked
 from hybridsearch.gateway.respond import Responder
 from hybridsearch.reranker.blend import fusion_weight
-from hybridsearch.v1 import common_pb2, fusion_pb2, paging_pb2, search_pb2
+from hybridsearch.v1 import common_pb2, search_pb2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-import query_standins as standins  # noqa: E402
 
-from hybridsearch.gateway.deadline import Deadline  # noqa: E402
-from hybridsearch.gateway.paging import kept_hit  # noqa: E402
-from hybridsearch.gateway.report import Report  # noqa: E402
-from hybridsearch.gateway.search import QueryPath  # noqa: E402
 
 
 def share_and_cosine_before(evidence, scale, boost):
@@ -105,19 +95,6 @@ def candidates():
     return settings, plan, pool, fused
 
 
-def kept_order():
-    """A FAST answer's kept order (150 hits) from the harness's stand-ins, and its hits as the gateway holds
-    fusion's answer (the children of one FuseResponse)."""
-    docs = {common_pb2.LEG_BM25: [f"d{i}" for i in range(100)], common_pb2.LEG_VECTOR: [f"d{i}" for i in range(50, 150)]}
-    parts = standins.backends(**{name: standins.Call(standins.leg_answer(leg, docs[leg]), delay=0)
-                                 for name, leg in (("bm25", common_pb2.LEG_BM25), ("vector", common_pb2.LEG_VECTOR))})
-    settings = standins.settings()
-    request = search_pb2.SearchRequest(query="fusion of ranked lists", effort=common_pb2.EFFORT_FAST, top_k=10)
-    answer = asyncio.run(QueryPath(settings, parts).answer(plan_search(request, settings), Deadline(5.0), Report()))
-    order = answer.order(answer.candidates)
-    fused = list(fusion_pb2.FuseResponse(hits=[kept_hit(order, i) for i in range(len(order.fused_hits))]).hits)
-    return order, fused
-
 
 def cpu_us(fn, reps: int) -> float:
     t = time.process_time()
@@ -144,24 +121,6 @@ def main() -> None:
             new.append(cpu_us(lambda r=reranked: responder.calibrated(plan, fused, r, order, pool), args.reps))
         o, n = statistics.median(old), statistics.median(new)
         print(f"calibration, {len(fused)} candidates, {name}: old {o:.0f} µs, new {n:.0f} µs, new/old {n / o:.2f}")
-    order, hits = kept_order()
-    rest = {"titles": order.titles, "scores": order.scores, "blended_scores": order.blended_scores,
-            "rerank_scores": order.rerank_scores, "reranked": order.reranked}
-
-    def copied():
-        return paging_pb2.KeptOrder(hits=[h for h in hits], **rest).SerializeToString()
-
-    def serialised():
-        return paging_pb2.KeptOrder(fused_hits=[h.SerializeToString() for h in hits], **rest).SerializeToString()
-
-    assert serialised() == order.SerializeToString()
-    old, new = [], []
-    for _ in range(args.rounds):
-        old.append(cpu_us(copied, args.reps))
-        new.append(cpu_us(serialised, args.reps))
-    o, n = statistics.median(old), statistics.median(new)
-    print(f"paging order, {len(hits)} hits built and serialised: old (hits copied) {o:.0f} µs, new (each serialised) "
-          f"{n:.0f} µs, new/old {n / o:.2f}; {len(copied())} and {len(serialised())} bytes")
 
 
 if __name__ == "__main__":
