@@ -117,3 +117,22 @@ def gateway_client(stack):
         yield client
     finally:
         client.close()
+
+
+def store_call(stack, store: str, method: str, request, stream: bool = False):
+    """One RPC straight to a store service ("bm25" or "vector") of a running stack, behind the gateway's back
+    (a drift for reconcile to find, a record read as stored); a stream's pages as a list."""
+    import asyncio
+
+    from hybridsearch.common.server import insecure_channel
+    from hybridsearch.v1 import bm25_pb2_grpc, vector_pb2_grpc
+
+    async def run():
+        channel = insecure_channel(stack.settings.endpoints.addr(store))
+        stub = (bm25_pb2_grpc.Bm25ServiceStub if store == "bm25" else vector_pb2_grpc.VectorServiceStub)(channel)
+        try:
+            call = getattr(stub, method)(request, timeout=60)
+            return [page async for page in call] if stream else await call
+        finally:
+            await channel.close()
+    return asyncio.run(run())

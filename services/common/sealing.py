@@ -319,11 +319,12 @@ class CollectionSeal:
         """The clear title, heading, text and metadata of a sealed record."""
         return common_pb2.Chunk.FromString(self.open(chunk_id, sealed))
 
-    def open_chunk(self, chunk: common_pb2.Chunk) -> common_pb2.Chunk:
-        """A stored chunk with its title, heading, text and metadata in clear (unsealed chunks as they are)."""
+    def open_chunk(self, chunk: common_pb2.Chunk, content: common_pb2.Chunk | None = None) -> common_pb2.Chunk:
+        """A stored chunk with its title, heading, text and metadata in clear (unsealed chunks as they are);
+        `content`: its record already opened."""
         if not chunk.HasField("sealed"):
             return chunk
-        content = self.open_content(chunk.chunk_id, chunk.sealed)
+        content = content or self.open_content(chunk.chunk_id, chunk.sealed)
         out = common_pb2.Chunk()
         out.CopyFrom(chunk)
         out.ClearField("sealed")
@@ -337,12 +338,7 @@ class CollectionSeal:
         hashed with the active key. Its content hash keyed anew from the clear one inside the record (a record
         sealed before it held one: its stored keyed hash, keyed again, the same in both stores)."""
         content = self.open_content(chunk.chunk_id, chunk.sealed)
-        plain = common_pb2.Chunk()
-        plain.CopyFrom(chunk)
-        plain.ClearField("sealed")
-        plain.title, plain.heading, plain.text = content.title, content.heading, content.text
-        plain.metadata.clear()
-        plain.metadata.update(content.metadata)
+        plain = self.open_chunk(chunk, content)
         plain.content_hash = content.content_hash
         out = self.seal_chunk(plain)
         if not content.content_hash:

@@ -8,18 +8,17 @@ tests/gateway/test_sealed.py (its own stack; this one beside it on other ports).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
 
 import pytest
+from stacks import store_call
 from test_sealed import DECLARED, Words, sealed_stack, search
 
 from hybridsearch.client import GatewayClient
 from hybridsearch.common.sealing import Sealer
-from hybridsearch.common.server import insecure_channel
-from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, vector_pb2_grpc
+from hybridsearch.v1 import common_pb2
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(900)]
 
@@ -113,19 +112,6 @@ def test_reconcile_repairs_a_sealed_collection_and_its_copies_stay_sealed(stack,
     dense = {h.doc_id: h for h in search(client, DRIFT, words.body[1], top_k=10, **DENSE).hits}
     assert len(dense) == 6 and dense["doc-1"].title == originals["doc-1"].title
     assert reconcile(stack, DRIFT)["repaired"] == 0
-
-
-def store_call(stack, store: str, method: str, request, stream: bool = False):
-    """One RPC straight to a store, behind the gateway's back (as tests/reconcile/test_reconcile_stack.py)."""
-    async def run():
-        channel = insecure_channel(stack.settings.endpoints.addr(store))
-        stub = (bm25_pb2_grpc.Bm25ServiceStub if store == "bm25" else vector_pb2_grpc.VectorServiceStub)(channel)
-        try:
-            call = getattr(stub, method)(request, timeout=60)
-            return [page async for page in call] if stream else await call
-        finally:
-            await channel.close()
-    return asyncio.run(run())
 
 
 def listing(stack, store: str) -> dict[str, str]:

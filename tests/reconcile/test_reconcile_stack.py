@@ -4,16 +4,15 @@ store; a second run finds nothing; the stores then agree document for document."
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
 
 import pytest
+from stacks import store_call
 
-from hybridsearch.common.server import insecure_channel
 from hybridsearch.gateway.ingest import document_chunks
-from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, ingest_pb2, vector_pb2_grpc
+from hybridsearch.v1 import common_pb2, ingest_pb2
 
 pytestmark = pytest.mark.stack
 COLLECTION = "drift"
@@ -22,18 +21,6 @@ COLLECTION = "drift"
 def docs(prefix: str, n: int, version: str = "v1") -> list[ingest_pb2.Document]:
     return [ingest_pb2.Document(id=f"{prefix}{i}", title=f"{prefix}{i} {version}",
                                 text=f"reconcile test document {i} {version} with a few words") for i in range(n)]
-
-
-def store_call(stack, store: str, method: str, request, stream: bool = False):
-    async def run():
-        channel = insecure_channel(stack.settings.endpoints.addr(store))
-        stub = (bm25_pb2_grpc.Bm25ServiceStub if store == "bm25" else vector_pb2_grpc.VectorServiceStub)(channel)
-        try:
-            call = getattr(stub, method)(request, timeout=60)
-            return [page async for page in call] if stream else await call
-        finally:
-            await channel.close()
-    return asyncio.run(run())
 
 
 def listing(stack, store: str) -> dict[str, str]:
