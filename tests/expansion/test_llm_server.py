@@ -20,7 +20,9 @@ from hybridsearch.common.models import ModelUnavailable, llm_model_path
 from hybridsearch.corpus import read_folder
 from hybridsearch.v1 import common_pb2, search_pb2
 
-pytestmark = pytest.mark.stack
+# quiet: llama.cpp on the CPU, timed (a whole generation against an abandoned one, a 20 s LLM deadline):
+# `make test` runs this module after the gate's indexing, with nothing beside it.
+pytestmark = [pytest.mark.stack, pytest.mark.quiet]
 OK = search_pb2.LEG_STATE_OK
 LLM_ENV = {
     **stack_env_on(grpc="2505", redis="2667", triton="2820"),
