@@ -20,7 +20,7 @@ import secrets
 import logging
 import socket
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 from redis.exceptions import RedisError
 
@@ -89,6 +89,19 @@ class Holds:
             except (RedisError, OSError) as err:  # the hold expires on its own within the TTL
                 log.warning("could not release the hold on %s (%s): it expires within %ds", collection, err,
                             self.ttl_ms // 1000)
+
+    @asynccontextmanager
+    async def hold_if_reachable(self, collection: str, holder: str, task: str) -> AsyncIterator[bool]:
+        """`hold`, or, when Redis cannot be reached, the task runs unheld (logged, `task` naming it); yields
+        whether it holds. Held (someone else holds the collection) still reaches the caller."""
+        async with AsyncExitStack() as stack:
+            try:
+                await stack.enter_async_context(self.hold(collection, holder))
+                held = True
+            except (RedisError, OSError) as err:
+                log.warning("%s of %s runs unheld: Redis is not reachable (%s)", task, collection, err)
+                held = False
+            yield held
 
     async def holder(self, collection: str) -> str | None:
         """Who holds the collection now (None: nobody)."""

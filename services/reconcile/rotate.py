@@ -17,20 +17,17 @@ of a killed rotation is taken over by the next one on the same host (or expires 
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from collections.abc import Callable
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
 from hybridsearch.common.config import Settings
 from hybridsearch.common.hashed_terms import HashedTerms, hashes_terms
 from hybridsearch.common.holds import Holds
 from hybridsearch.common.sealing import CollectionSeal, Sealer
-from hybridsearch.common.server import insecure_channel
+from hybridsearch.common.server import internal_channel
 from hybridsearch.reconcile.plan import Store
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, vector_pb2_grpc
 
@@ -38,7 +35,6 @@ BATCH = 50  # documents per GetChunks / ResealChunks
 TIMEOUT_S = 600.0
 HOLDER = "keys rotate"
 
-log = logging.getLogger(__name__)
 
 # What a run reports after each batch: (store, documents done so far, documents to do in all).
 Progress = Callable[[Store, int, int], None]
@@ -85,7 +81,7 @@ class Rotator:
 
     def __init__(self, settings: Settings, batch: int = BATCH) -> None:
         ep = settings.endpoints
-        self.channels = [insecure_channel(ep.addr("bm25")), insecure_channel(ep.addr("vector"))]
+        self.channels = [internal_channel(ep.addr("bm25")), internal_channel(ep.addr("vector"))]
         self.stubs = {Store.BM25: bm25_pb2_grpc.Bm25ServiceStub(self.channels[0]),
                       Store.VECTOR: vector_pb2_grpc.VectorServiceStub(self.channels[1])}
         self.redis = redis.Redis.from_url(settings.expansion.redis_url, socket_connect_timeout=0.5, socket_timeout=2)
@@ -111,13 +107,7 @@ class Rotator:
         seal = self.sealer.of(collection)  # SealingError: not sealed, no key, or destroyed
         if seal is None:
             raise ValueError(f"collection {collection!r} is not sealed: it has no records to seal again")
-        async with AsyncExitStack() as stack:
-            try:
-                await stack.enter_async_context(self.holds.hold(collection, HOLDER))
-                held = True
-            except (RedisError, OSError) as err:
-                log.warning("the rotation of %s runs unheld: Redis is not reachable (%s)", collection, err)
-                held = False
+        async with self.holds.hold_if_reachable(collection, HOLDER, "the rotation") as held:
             rotation = Rotation(collection, seal.keys.active, held=held)
             batches = 0
             for store in Store:

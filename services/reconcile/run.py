@@ -9,12 +9,9 @@ report says so."""
 
 from __future__ import annotations
 
-import logging
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
 from hybridsearch.common.config import Settings
 from hybridsearch.common.holds import Holds
@@ -27,8 +24,6 @@ from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, vector_pb2_grpc
 COPY_BATCH = 200  # documents per GetChunks / UpsertChunks
 TIMEOUT_S = 600.0
 HOLDER = "reconcile"
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -75,13 +70,7 @@ class Reconciler:
 
     async def run(self, collection: str, dry_run: bool = False) -> Report:
         """Reconciles one collection, holding it meanwhile; common.holds.Held when someone else holds it."""
-        async with AsyncExitStack() as stack:
-            try:
-                await stack.enter_async_context(self.holds.hold(collection, HOLDER))
-                held = True
-            except (RedisError, OSError) as err:
-                log.warning("reconcile of %s runs unheld: Redis is not reachable (%s)", collection, err)
-                held = False
+        async with self.holds.hold_if_reachable(collection, HOLDER, "reconcile") as held:
             report = await self._run(collection, dry_run)
         report.held = held
         return report
