@@ -112,7 +112,7 @@ def snowball_analyzer(language: str) -> Analyzer:
 class _Prefixed(Analyzer):
     """One language's analysis with its terms prefixed by the language (an `auto` collection's document)."""
 
-    def __init__(self, inner: Analyzer) -> None:  # noqa: super().__init__ not called: it wraps `inner`
+    def __init__(self, inner: Analyzer) -> None:  # super().__init__ not called: it wraps `inner`
         self.inner, self.language, self.name = inner, inner.language, inner.name
         self.prefix = inner.language + PREFIX_SEPARATOR
 
@@ -127,7 +127,7 @@ class _Prefixed(Analyzer):
 class MultilingualAnalyzer(Analyzer):
     """An `auto` collection: documents in their detected language, queries in all of them (module docstring)."""
 
-    def __init__(self, by_language: dict[str, Analyzer]) -> None:  # noqa: super().__init__ not called
+    def __init__(self, by_language: dict[str, Analyzer]) -> None:  # super().__init__ not called
         self._prefixed = {code: _Prefixed(a) for code, a in by_language.items()}
         self.language, self.name = AUTO, "auto(" + ",".join(by_language) + ")"
 
@@ -149,7 +149,7 @@ class HashedTermsAnalyzer(Analyzer):
     """A hashed-terms collection in the store: its text is already analyzed and hashed (by the gateway), one
     term per whitespace-separated token, in order; nothing is removed or stemmed."""
 
-    def __init__(self) -> None:  # noqa: super().__init__ not called: no stemmer, no stopwords
+    def __init__(self) -> None:  # super().__init__ not called: no stemmer, no stopwords
         self._stop, self.name, self.language = frozenset(), "hashed-terms", "hashed"
 
     def analyze(self, text: str) -> list[str]:
