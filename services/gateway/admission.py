@@ -274,12 +274,11 @@ class Admission:
     async def slot(self, deadline_s: float, kind: str = "") -> AsyncIterator[float]:
         """Holds a slot for the body; yields the seconds spent waiting. `deadline_s`: what is left of the
         request's deadline; `kind`: whose service times it shares (the effort). Raises Overloaded."""
-        started = time.perf_counter()
         ticket = _Ticket(kind, self.clock())
         await self._acquire(ticket, deadline_s)
         self.stats.admitted += 1
         try:
-            yield time.perf_counter() - started
+            yield ticket.started - ticket.arrived
         finally:
             self.service.observe(kind, self.clock() - ticket.started)
             self._release(ticket)

@@ -197,10 +197,11 @@ def test_rejects_nonsense_limits():
         Admission(max_in_flight=1, max_queue=1, queue_interval_s=0)
 
 
+@pytest.mark.looptime
 async def test_a_burst_of_40_that_fits_its_deadlines_is_admitted_whole():
     """The issue's burst: 40 FAST searches at once, 1 s deadlines, ~20 ms each on 4 slots. The 40th waits
     about 9 x 20 ms; with a 50 ms wait (the old rule) 17 of them were refused."""
-    admission = Admission(max_in_flight=4, max_queue=64, max_wait_s=1.0)
+    admission = Admission(max_in_flight=4, max_queue=64, max_wait_s=1.0, clock=asyncio.get_running_loop().time)
     await search(admission, 0.02, 1.0)  # one answer before: the estimate has a sample
     results = await asyncio.gather(*(search(admission, 0.02, 1.0) for _ in range(40)))
     assert [outcome for outcome, _, _ in results] == ["ok"] * 40
@@ -209,10 +210,11 @@ async def test_a_burst_of_40_that_fits_its_deadlines_is_admitted_whole():
     assert admission.in_flight == 0 and admission.queued == 0
 
 
+@pytest.mark.looptime
 async def test_what_cannot_fit_is_shed_at_once_not_after_waiting():
     """100 ms each on 4 slots within 0.45 s: a search that would start after 0.35 s cannot finish in time;
     it is told so at arrival, and every admitted one answers within its deadline."""
-    admission = Admission(max_in_flight=4, max_queue=64, max_wait_s=1.0)
+    admission = Admission(max_in_flight=4, max_queue=64, max_wait_s=1.0, clock=asyncio.get_running_loop().time)
     await search(admission, 0.1, 0.45)
     results = await asyncio.gather(*(search(admission, 0.1, 0.45) for _ in range(40)))
     answered = [took for outcome, took, _ in results if outcome == "ok"]
@@ -258,6 +260,7 @@ async def overload(admission: Admission, rate: float, duration_s: float, service
     return await asyncio.gather(*tasks), longest
 
 
+@pytest.mark.looptime  # virtual time: the sleeps are the service times exactly, however busy the machine
 async def test_a_standing_queue_stops_growing():
     """Twice the capacity (2 slots x 20 ms = 100/s, offered 200/s) for 0.6 s with 5 s deadlines. Without
     the standing-queue test every search fits its deadline, so the line grows by 100 a second and the
@@ -265,8 +268,9 @@ async def test_a_standing_queue_stops_growing():
     growing once it has stood for an interval (~0.13 s of wait), and from then on stays about one search
     deep (the second half's waits ~20 ms). A burst, which drains, is not cut: the burst of 40 above runs
     with the same test on."""
-    plain = Admission(max_in_flight=2, max_queue=64, queue_interval_s=None)
-    codel = Admission(max_in_flight=2, max_queue=64, queue_target_s=0.01, queue_interval_s=0.1)
+    clock = asyncio.get_running_loop().time
+    plain = Admission(max_in_flight=2, max_queue=64, queue_interval_s=None, clock=clock)
+    codel = Admission(max_in_flight=2, max_queue=64, queue_target_s=0.01, queue_interval_s=0.1, clock=clock)
     (grown, grown_longest), (cut, cut_longest) = await asyncio.gather(
         overload(plain, 200, 0.6, 0.02, 5.0), overload(codel, 200, 0.6, 0.02, 5.0))
     grown_waits = [waited for outcome, _, waited in grown if outcome == "ok"]

@@ -90,21 +90,23 @@ async def test_payload_indexes_follow_the_settings_on_reopen(tmp_path):
 
 async def test_writes_are_searchable_at_once_and_indexed_when_writes_pause(tmp_path):
     settings = VectorSettings(edge_index_backlog=300)
-    store = EdgeStore(path=tmp_path, dim=DIM, settings=settings, quiet_s=0.3)
+    store = EdgeStore(path=tmp_path, dim=DIM, settings=settings, quiet_s=1.0)
     vectors = unit_rows(400)
     await store.write("docs", chunks_for(0, 200), vectors[:200])
     (hits,) = await store.search("docs", vectors[199][None, :], 1, [])
     assert hits[0].payload["doc_id"] == "d199"  # no optimize needed to see a write
-    await asyncio.sleep(0.8)  # quiet: flushed, not indexed (200 < backlog)
+    await asyncio.sleep(1.5)  # quiet: flushed, not indexed (200 < backlog)
     details = (await store.stats("docs")).details
     assert (details["indexed_vectors"], details["unindexed_writes"]) == ("0", "200")
 
-    for start in range(200, 400, 50):  # writes keep coming: the build waits for them to pause
+    for start in range(200, 400, 50):  # writes keep coming (0.1 s apart, quiet_s 1 s): the build waits
         await store.write("docs", chunks_for(start, 50), vectors[start : start + 50])
         await asyncio.sleep(0.1)
         assert (await store.stats("docs")).details["indexed_vectors"] == "0"
-    await asyncio.sleep(1.0)
-    details = (await store.stats("docs")).details
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30  # the build starts 1 s after the last write; a busy machine makes it slow
+    while (details := (await store.stats("docs")).details)["unindexed_writes"] != "0" and loop.time() < deadline:
+        await asyncio.sleep(0.1)
     assert (details["indexed_vectors"], details["unindexed_writes"]) == ("400", "0")
     (hits,) = await store.search("docs", vectors[399][None, :], 1, [])
     assert hits[0].payload["doc_id"] == "d399"
