@@ -322,10 +322,13 @@ def vector_scale(
     limit: Annotated[int, typer.Option(help="the first N queries")] = 300,
     writes: Annotated[int, typer.Option(min=1, help="single writes whose visibility is measured")] = 20,
     documents: Annotated[Optional[int], typer.Option(min=1, help="the corpus's first N documents (default: all)")] = None,
-    json_out: Annotated[Optional[Path], typer.Option("--json-out")] = None,
+    ef: Annotated[Optional[list[int]], typer.Option(min=1, help="search beams (hnsw_ef) probed beside the served one; repeatable")] = None,
+    resume: Annotated[bool, typer.Option(help="go on with the store an earlier run left in --data-dir (its build, then the probe)")] = False,
+    json_out: Annotated[Optional[Path], typer.Option("--json-out", help="written after every phase")] = None,
 ):
     """The vector store alone at a corpus size: bulk load, HNSW build, reopen, recall@10 against exact
-    search, search p50/p99, memory, disk, a write's visibility."""
+    search, search p50/p99, memory, disk, a write's visibility. Settings from the environment as the
+    service takes them (e.g. HYBRIDSEARCH_VECTOR__QUANTIZATION=int8), recorded in the output."""
     with tool_imports("vector-scale"):
         from hybridsearch.corpus import read_queries
         from hybridsearch.tools.perf.vector_scale import COLLECTION, run
@@ -335,18 +338,18 @@ def vector_scale(
     name = embedder or base.vector.embedder
     if name not in EMBEDDERS:
         raise typer.BadParameter(f"unknown embedder {name!r}: choose one of {', '.join(EMBEDDERS)}", param_hint="--embedder")
-    if (data_dir / "qdrant-edge" / COLLECTION).exists():
-        raise typer.BadParameter(f"{data_dir} already holds a {COLLECTION} store", param_hint="--data-dir")
+    if (data_dir / "qdrant-edge" / COLLECTION).exists() and not resume:
+        raise typer.BadParameter(f"{data_dir} already holds a {COLLECTION} store (--resume goes on with it)",
+                                 param_hint="--data-dir")
     settings = base.model_copy(update={"data_dir": data_dir,
                                        "vector": base.vector.model_copy(update={"embedder": name})})
     queries = list(read_queries(queries_from).values())[:limit]
     with progress_bar() as progress:
         task = progress.add_task(f"loading {corpus.name}", total=None)
         result = run(settings, corpus, queries, name, batch, lambda n: progress.update(task, completed=n), writes,
-                     documents)
+                     documents, record=lambda out: json_out and json_out.write_text(json.dumps(out, indent=2)),
+                     efs=tuple(ef or ()))
     console.print_json(data=result)
-    if json_out:
-        json_out.write_text(json.dumps(result, indent=2))
 
 
 @app.command("store-probe", rich_help_panel=TOOLS)
@@ -354,6 +357,8 @@ def store_probe(
     collection: Annotated[str, typer.Option("--collection", "-c", help="a collection of the stopped stack's data dir")],
     queries_from: Annotated[Path, typer.Option(exists=True, file_okay=False, help="a BEIR folder: its queries")],
     limit: Annotated[int, typer.Option(help="the first N queries")] = 300,
+    ef: Annotated[Optional[list[int]], typer.Option(min=1, help="search beams (hnsw_ef) measured beside the served one; repeatable")] = None,
+    bm25: Annotated[bool, typer.Option("--bm25/--no-bm25", help="--no-bm25: a data dir with the vector store alone (vector-scale's)")] = True,
     json_out: Annotated[Optional[Path], typer.Option("--json-out")] = None,
 ):
     """With the services stopped: reopen times of both stores, ANN recall@10 against exact search."""
@@ -363,7 +368,7 @@ def store_probe(
 
     settings = get_settings()
     queries = list(read_queries(queries_from).values())[:limit]
-    result = run_probe(settings, collection, queries, settings.leg_depth)
+    result = run_probe(settings, collection, queries, settings.leg_depth, bm25, ef or ())
     console.print_json(data=result)
     if json_out:
         json_out.write_text(json.dumps(result, indent=2))

@@ -15,6 +15,7 @@ Run with the services stopped (each engine holds its data dir's writer lock):
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 import resource
 import time
 from pathlib import Path
@@ -30,8 +31,10 @@ from hybridsearch.vector.e5 import Role
 from hybridsearch.vector.embedder import open_embedder
 
 
-async def probe(settings: Settings, collection: str, queries: list[str], depth: int = 100, bm25: bool = True) -> dict:
-    """The figures above; without `bm25`, the vector store's alone (a data dir with no BM25 index)."""
+async def probe(settings: Settings, collection: str, queries: list[str], depth: int = 100, bm25: bool = True,
+                efs: Sequence[int] = ()) -> dict:
+    """The figures above; without `bm25`, the vector store's alone (a data dir with no BM25 index). `efs`:
+    search beams measured beside the served one (keys suffixed `_ef<N>`), against the same exact lists."""
     cfg = settings.vector
     embedder = open_embedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size, role=Role.QUERY)
     vectors = embedder.embed(queries)
@@ -59,14 +62,19 @@ async def probe(settings: Settings, collection: str, queries: list[str], depth: 
         return lists, times
 
     served = store._search_params
-    exact_params = qe.SearchParams(hnsw_ef=served.hnsw_ef, exact=True)
+    # the exact scan of the original vectors, never their int8 copies: recall is against the truth
+    exact_params = qe.SearchParams(hnsw_ef=served.hnsw_ef, exact=True,
+                                   quantization=qe.QuantizationSearchParams(ignore=True))
     for k in sorted({10, depth}):
-        ann, ann_ms = ids(served, k)
         exact, exact_ms = ids(exact_params, k)
-        out[f"ann_recall@{k}"] = round(recall_at_k(ann, exact, k), 4)
-        out[f"ann_p50_ms@{k}"], out[f"exact_p50_ms@{k}"] = (round(float(np.median(ann_ms)), 2),
-                                                           round(float(np.median(exact_ms)), 2))
-        out[f"ann_p99_ms@{k}"] = round(float(np.percentile(ann_ms, 99)), 2)
+        out[f"exact_p50_ms@{k}"] = round(float(np.median(exact_ms)), 2)
+        for ef in [served.hnsw_ef, *(e for e in efs if e != served.hnsw_ef)]:
+            tag = "" if ef == served.hnsw_ef else f"_ef{ef}"  # the served beam's keys stay as they were
+            params = qe.SearchParams(hnsw_ef=ef, exact=False, quantization=served.quantization, acorn=served.acorn)
+            ann, ann_ms = ids(params, k)
+            out[f"ann_recall@{k}{tag}"] = round(recall_at_k(ann, exact, k), 4)
+            out[f"ann_p50_ms@{k}{tag}"] = round(float(np.median(ann_ms)), 2)
+            out[f"ann_p99_ms@{k}{tag}"] = round(float(np.percentile(ann_ms, 99)), 2)
     await store.close()
     out["vector_disk_mib"] = data_size_mib(settings.data_dir / "qdrant-edge" / collection)
     if not bm25:
@@ -84,8 +92,9 @@ async def probe(settings: Settings, collection: str, queries: list[str], depth: 
     return out
 
 
-def run_probe(settings: Settings, collection: str, queries: list[str], depth: int = 100) -> dict:
-    return asyncio.run(probe(settings, collection, queries, depth))
+def run_probe(settings: Settings, collection: str, queries: list[str], depth: int = 100, bm25: bool = True,
+              efs: Sequence[int] = ()) -> dict:
+    return asyncio.run(probe(settings, collection, queries, depth, bm25, efs))
 
 
 def data_size_mib(path: Path) -> float:

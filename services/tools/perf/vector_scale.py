@@ -45,10 +45,25 @@ def _texts(chunks) -> list[str]:
     return [indexed_text(c.title, c.heading, c.text) for c in chunks]
 
 
+def _store(settings: Settings, dim: int) -> EdgeStore:
+    """The service's store on the tool's data dir, with no background build (the tool builds once)."""
+    return EdgeStore(path=settings.data_dir / "qdrant-edge", dim=dim, settings=settings.vector,
+                     quiet_s=NEVER, max_defer_s=NEVER)
+
+
+async def _points(settings: Settings, dim: int) -> tuple[int, int]:
+    """(points, indexed vectors) of a store left by an earlier run; (0, 0) if there is none."""
+    if not (settings.data_dir / "qdrant-edge" / COLLECTION).exists():
+        return 0, 0
+    store = _store(settings, dim)
+    info = (await store._shard(COLLECTION)).info()
+    await store.close()
+    return info.points_count, info.indexed_vectors_count
+
+
 async def _load(settings: Settings, corpus: Path, cache: EmbeddingCache, batch: int, progress,
                 documents_limit: int | None) -> dict:
-    store = EdgeStore(path=settings.data_dir / "qdrant-edge", dim=cache.dim, settings=settings.vector,
-                      quiet_s=NEVER, max_defer_s=NEVER)
+    store = _store(settings, cache.dim)
     words = settings.vector.chunk_words or settings.chunk_words
     documents, _ = read_documents(corpus)
     documents = itertools.islice(documents, documents_limit)
@@ -74,13 +89,22 @@ async def _load(settings: Settings, corpus: Path, cache: EmbeddingCache, batch: 
     if pending:
         await flush()
     load_s = time.perf_counter() - started
-    started = time.perf_counter()
-    await store.optimize(COLLECTION)
-    build_s = time.perf_counter() - started
     await store.close()
     return {"documents": count, "chunks": chunks_written, "load_s": round(load_s, 1),
             "load_docs_per_s": round(count / load_s, 1), "embed_s": round(embed_s, 1), "write_s": round(write_s, 1),
-            "embedded_now": cache.misses, "hnsw_build_s": round(build_s, 1)}
+            "embedded_now": cache.misses}
+
+
+async def _build(settings: Settings, dim: int) -> dict:
+    """The one HNSW build after the bulk load (what the store runs once writes pause), timed."""
+    store = _store(settings, dim)
+    started = time.perf_counter()
+    await store.optimize(COLLECTION)
+    build_s = time.perf_counter() - started
+    info = (await store._shard(COLLECTION)).info()
+    await store.close()
+    return {"hnsw_build_s": round(build_s, 1), "indexed_after_build": info.indexed_vectors_count,
+            "segments_after_build": info.segments_count}
 
 
 async def _visibility(settings: Settings, cache: EmbeddingCache, writes: int) -> dict:
@@ -114,18 +138,41 @@ async def _visibility(settings: Settings, cache: EmbeddingCache, writes: int) ->
             "visible_max_ms": round(float(np.max(times)), 2), "on_first_search": first_found}
 
 
+def _peak_rss_mib() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
 def run(settings: Settings, corpus: Path, queries: list[str], embedder: str, batch: int = 500,
-        progress=lambda n: None, writes: int = 20, documents_limit: int | None = None) -> dict:
-    """The figures above for the corpus's first `documents_limit` documents (all: None)."""
+        progress=lambda n: None, writes: int = 20, documents_limit: int | None = None,
+        record=lambda out: None, efs: tuple[int, ...] = ()) -> dict:
+    """The figures above for the corpus's first `documents_limit` documents (all: None). `record(out)` is
+    called after each phase with the figures so far (a killed run keeps them). A run finding the store of
+    an earlier one resumes it: a fully indexed store skips to the probe, a loaded one to the build (the
+    earlier run's load figures are then in its own record, not repeated here)."""
     cfg = settings.vector
     cache = EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite",
                            open_embedder(embedder, cfg.max_seq_length, cfg.batch_size), cfg.max_seq_length)
-    out = {"corpus": str(corpus), "embedder": embedder, "dim": cache.dim, "batch": batch}
-    out.update(asyncio.run(_load(settings, corpus, cache, batch, progress, documents_limit)))
-    out["peak_rss_after_build_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    probed = asyncio.run(probe(settings, COLLECTION, queries, bm25=False))
+    out = {"corpus": str(corpus), "embedder": embedder, "dim": cache.dim, "batch": batch,
+           "settings": {k: getattr(cfg, k) for k in ("hnsw_m", "hnsw_ef_construct", "hnsw_ef", "quantization",
+                                                     "quantization_always_ram", "quantization_rescore",
+                                                     "quantization_oversampling", "on_disk_vectors",
+                                                     "on_disk_payload", "edge_index_backlog")}}
+    points, indexed = asyncio.run(_points(settings, cache.dim))
+    if points == 0:
+        out.update(asyncio.run(_load(settings, corpus, cache, batch, progress, documents_limit)))
+        out["peak_rss_after_load_mib"] = _peak_rss_mib()
+        record(out)
+    else:
+        out["resumed"] = {"points": points, "indexed": indexed}
+    if points == 0 or indexed < points:
+        out.update(asyncio.run(_build(settings, cache.dim)))
+        out["peak_rss_after_build_mib"] = _peak_rss_mib()
+        record(out)
+    probed = asyncio.run(probe(settings, COLLECTION, queries, bm25=False, efs=efs))
     out.update({k: v for k, v in probed.items() if k not in ("collection", "embedder", "dim")})
+    record(out)
     out["visibility"] = asyncio.run(_visibility(settings, cache, writes))
     out["vector_disk_mib"] = data_size_mib(settings.data_dir / "qdrant-edge" / COLLECTION)
-    out["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    out["peak_rss_mib"] = _peak_rss_mib()
+    record(out)
     return out
