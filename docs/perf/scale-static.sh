@@ -13,7 +13,13 @@
 #      the same FAST queries at 25 QPS alone and beside 100 documents/s written (p99 ratio);
 #   4. the stack stopped: store-probe (reopen, ANN recall@10 against the exact scan on the same static
 #      vectors), the stores' size on disk; scale-static-<size>.json gathers it all.
+# A corpus too large to index through the gateway in a session (1M here) can be loaded in-process instead,
+# each store by its own tool into one data dir under one collection name: `vector-scale` (docs/perf/
+# vector-scale-1m.sh) and `bm25-scale -c vector-scale --writers 0`, their JSON copied to
+# scale-static-<size>/{vector,bm25}-scale.json and index.txt.done touched; then COLLECTION=vector-scale and
+# DATA=that folder, and this script serves the stack over it for steps 3-4.
 # Environment: HS (the hybridsearch command; default .venv/bin/hybridsearch), PY (its python), SHIFT (300), DATA (var/scale-static),
+# COLLECTION (static-<size>), NOTE (the summary's word on the machine), HYBRIDSEARCH_VECTOR__* (the vector settings),
 # STEP_TIMEOUT (seconds a step may take, default 5400), BATCH (documents per Upsert while indexing, default 64
 # as `hybridsearch index`; the 1M run used 500: one BM25 commit per request).
 set -euo pipefail
@@ -34,7 +40,7 @@ case $SIZE in
   *) echo "size: 5k, 100k or 1m" >&2; exit 2 ;;
 esac
 [ "$PASSAGES" = 0 ] || CORPUS=$CACHE/scale-$PASSAGES/corpus.jsonl.gz
-COLLECTION=static-$SIZE
+COLLECTION=${COLLECTION:-static-$SIZE}
 OUT=$ROOT/docs/perf/scale-static-$SIZE
 mkdir -p "$OUT" "$DATA"
 

@@ -292,21 +292,25 @@ def bm25_scale(
     data_dir: Annotated[Path, typer.Option(help="an empty folder for the index (never a stack's data dir)")],
     limit: Annotated[int, typer.Option(help="the first N queries")] = 300,
     writers: Annotated[int, typer.Option(help="concurrent one-document writers for the small-writes phase (0: none)")] = 8,
+    collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="the index's name (default bm25-scale; "
+                                                       "vector-scale: beside that tool's store in the same --data-dir)")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json-out")] = None,
 ):
     """The BM25 store alone at a corpus size: index throughput, reopen, search p50/p99, memory, disk, and
     small concurrent writes with a commit each vs group commit."""
     with tool_imports("bm25-scale"):
         from hybridsearch.corpus import read_queries
-        from hybridsearch.tools.perf.bm25_scale import run
+        from hybridsearch.tools.perf.bm25_scale import COLLECTION, run
 
-    if data_dir.exists() and any(data_dir.iterdir()):
-        raise typer.BadParameter(f"{data_dir} is not empty")
+    name = collection or COLLECTION
+    if (data_dir / "bm25-tantivy" / name).exists():
+        raise typer.BadParameter(f"{data_dir} already holds a BM25 index {name!r}", param_hint="--data-dir")
     settings = get_settings().model_copy(update={"data_dir": data_dir})
     queries = list(read_queries(queries_from).values())[:limit]
     with progress_bar() as progress:
         task = progress.add_task(f"indexing {corpus.name}", total=None)
-        result = run(settings, corpus, queries, progress=lambda n: progress.update(task, completed=n), writers=writers)
+        result = run(settings, corpus, queries, progress=lambda n: progress.update(task, completed=n), writers=writers,
+                     collection=name)
     console.print_json(data=result)
     if json_out:
         json_out.write_text(json.dumps(result, indent=2))

@@ -41,7 +41,7 @@ def _dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-async def _index(settings: Settings, corpus: Path, batch: int, progress) -> tuple[int, float]:
+async def _index(settings: Settings, corpus: Path, batch: int, progress, collection: str) -> tuple[int, float]:
     engine = build_engine(settings)
     documents, _ = read_documents(corpus)
     count, pending, started = 0, [], time.perf_counter()
@@ -49,27 +49,27 @@ async def _index(settings: Settings, corpus: Path, batch: int, progress) -> tupl
         pending += document_chunks(doc, settings.chunk_words, settings.chunk_overlap_words)
         count += 1
         if count % batch == 0:
-            await engine.upsert(COLLECTION, pending)
+            await engine.upsert(collection, pending)
             pending = []
             progress(count)
     if pending:
-        await engine.upsert(COLLECTION, pending)
+        await engine.upsert(collection, pending)
     seconds = time.perf_counter() - started
     await engine.close()
     return count, seconds
 
 
-async def _search(settings: Settings, queries: list[str]) -> dict:
+async def _search(settings: Settings, queries: list[str], collection: str) -> dict:
     started = time.perf_counter()
     engine = build_engine(settings)
-    await engine.search(COLLECTION, queries[:1], settings.leg_depth, [])
+    await engine.search(collection, queries[:1], settings.leg_depth, [])
     reopen_s = time.perf_counter() - started
     times = []
     for query in queries:
         t = time.perf_counter()
-        await engine.search(COLLECTION, [query], settings.leg_depth, [])
+        await engine.search(collection, [query], settings.leg_depth, [])
         times.append((time.perf_counter() - t) * 1000)
-    stats = await engine.stats(COLLECTION)
+    stats = await engine.stats(collection)
     await engine.close()
     return {"reopen_s": round(reopen_s, 3), "search_p50_ms": round(float(np.percentile(times, 50)), 3),
             "search_p99_ms": round(float(np.percentile(times, 99)), 3), "chunks": stats.chunks,
@@ -77,7 +77,7 @@ async def _search(settings: Settings, queries: list[str]) -> dict:
 
 
 async def _small_writes(settings: Settings, docs: list[ingest_pb2.Document], writers: int, max_group: int,
-                        round_: int) -> dict:
+                        round_: int, collection: str) -> dict:
     """`writers` concurrent clients, each replacing its share of `docs` one request at a time."""
     engine = build_engine(settings)
     engine.max_group = max_group
@@ -90,7 +90,7 @@ async def _small_writes(settings: Settings, docs: list[ingest_pb2.Document], wri
             changed.text += f" (update {round_}, group {max_group})"
             chunks = document_chunks(changed, settings.chunk_words, settings.chunk_overlap_words)
             t = time.perf_counter()
-            result = await engine.upsert(COLLECTION, chunks)
+            result = await engine.upsert(collection, chunks)
             times.append((time.perf_counter() - t) * 1000)
             if result.documents_written != 1:
                 raise RuntimeError(f"{doc.id}: {result}")
@@ -98,14 +98,15 @@ async def _small_writes(settings: Settings, docs: list[ingest_pb2.Document], wri
     started = time.perf_counter()
     await asyncio.gather(*(writer(docs[w::writers]) for w in range(writers)))
     seconds = time.perf_counter() - started
-    commits = engine.commits(COLLECTION)
+    commits = engine.commits(collection)
     await engine.close()
     return {"writes": len(times), "writes_per_s": round(len(times) / seconds, 1),
             "p50_ms": round(float(np.percentile(times, 50)), 2), "p99_ms": round(float(np.percentile(times, 99)), 2),
             "commits": commits}
 
 
-def small_writes(settings: Settings, corpus: Path, writers: int = 8, per_writer: int = 50, rounds: int = 2) -> dict:
+def small_writes(settings: Settings, corpus: Path, writers: int = 8, per_writer: int = 50, rounds: int = 2,
+                 collection: str = COLLECTION) -> dict:
     """A commit per write vs group commit, alternated `rounds` times on the indexed collection; each round's
     figures, and the ratio of the medians' writes a second."""
     documents, _ = read_documents(corpus)
@@ -113,21 +114,23 @@ def small_writes(settings: Settings, corpus: Path, writers: int = 8, per_writer:
     out: dict[str, list] = {"one_commit_per_write": [], "group_commit": []}
     for r in range(rounds):
         for name, max_group in (("one_commit_per_write", 1), ("group_commit", MAX_GROUP)):
-            out[name].append(asyncio.run(_small_writes(settings, docs, writers, max_group, r)))
+            out[name].append(asyncio.run(_small_writes(settings, docs, writers, max_group, r, collection)))
     rate = {name: float(np.median([x["writes_per_s"] for x in runs])) for name, runs in out.items()}
     return {"writers": writers, "per_writer": per_writer, **out,
             "throughput_ratio": round(rate["group_commit"] / rate["one_commit_per_write"], 2)}
 
 
 def run(settings: Settings, corpus: Path, queries: list[str], batch: int = 500, progress=lambda n: None,
-        writers: int = 8) -> dict:
-    documents, seconds = asyncio.run(_index(settings, corpus, batch, progress))
+        writers: int = 8, collection: str = COLLECTION) -> dict:
+    """The figures above; `collection`: the index's name (vector-scale's, to serve both stores of one
+    corpus from one data dir)."""
+    documents, seconds = asyncio.run(_index(settings, corpus, batch, progress, collection))
     out = {"corpus": str(corpus), "documents": documents, "index_s": round(seconds, 1),
            "index_docs_per_s": round(documents / seconds, 1), "queries": len(queries)}
-    out.update(asyncio.run(_search(settings, queries)))
+    out.update(asyncio.run(_search(settings, queries, collection)))
     out["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    out["on_disk_bytes"] = _dir_bytes(settings.data_dir / "bm25-tantivy" / COLLECTION)
+    out["on_disk_bytes"] = _dir_bytes(settings.data_dir / "bm25-tantivy" / collection)
     out["on_disk_mib"] = round(out["on_disk_bytes"] / 2**20, 1)
     if writers:
-        out["small_writes"] = small_writes(settings, corpus, writers)
+        out["small_writes"] = small_writes(settings, corpus, writers, collection=collection)
     return out
