@@ -19,7 +19,8 @@
 # scale-static-<size>/{vector,bm25}-scale.json and index.txt.done touched; then COLLECTION=vector-scale and
 # DATA=that folder, and this script serves the stack over it for steps 3-4.
 # Environment: HS (the hybridsearch command; default .venv/bin/hybridsearch), PY (its python), SHIFT (300), DATA (var/scale-static),
-# COLLECTION (static-<size>), NOTE (the summary's word on the machine), HYBRIDSEARCH_VECTOR__* (the vector settings),
+# COLLECTION (static-<size>), OUT (docs/perf/scale-static-<size>), NOTE (the summary's word on the machine),
+# HYBRIDSEARCH_VECTOR__* (the vector settings),
 # STEP_TIMEOUT (seconds a step may take, default 5400), BATCH (documents per Upsert while indexing, default 64
 # as `hybridsearch index`; the 1M run used 500: one BM25 commit per request).
 set -euo pipefail
@@ -41,7 +42,7 @@ case $SIZE in
 esac
 [ "$PASSAGES" = 0 ] || CORPUS=$CACHE/scale-$PASSAGES/corpus.jsonl.gz
 COLLECTION=${COLLECTION:-static-$SIZE}
-OUT=$ROOT/docs/perf/scale-static-$SIZE
+OUT=${OUT:-$ROOT/docs/perf/scale-static-$SIZE}
 mkdir -p "$OUT" "$DATA"
 
 export COLUMNS=250 HYBRIDSEARCH_DATA_DIR=$DATA HYBRIDSEARCH_MODELS_DIR=$ROOT/var/models
@@ -116,5 +117,5 @@ WAIT
   log "stack: stopped"
   step probe "$OUT/probe.json" $HS store-probe -c "$COLLECTION" --queries-from "$SCIFACT" --json-out "$OUT/probe.json"
 fi
-python3 "$ROOT/docs/perf/scale_summary.py" "$OUT" "$SIZE" > "$ROOT/docs/perf/scale-static-$SIZE.json"
-log "summary: docs/perf/scale-static-$SIZE.json"
+python3 "$ROOT/docs/perf/scale_summary.py" "$OUT" "$SIZE" > "$OUT.json"
+log "summary: $OUT.json"

@@ -136,6 +136,7 @@ class EdgeStore(ChunkPointStore):
                          for field, schema in payload_indexes(self.cfg).items()}
         self._shards: dict[str, qe.EdgeShard] = {}
         self._open_lock = asyncio.Lock()
+        self._opening: dict[tuple[str, bool], asyncio.Task] = {}  # (collection, create) -> its open in flight
         self._closed = False
         # Per collection: points written since the last optimize, last write time, maintenance task.
         self._backlog: dict[str, int] = {}
@@ -159,13 +160,29 @@ class EdgeStore(ChunkPointStore):
         return shard, max(0, info.points_count - info.indexed_vectors_count)
 
     async def _shard(self, collection: str, create: bool = False) -> qe.EdgeShard | None:
+        """The collection's open shard (None: none on disk and not `create`). Opening is a task of its own,
+        run to its end whoever waits for it: a search cancelled by its deadline leaves the open going and
+        the next one finds the shard (a 1M-point shard takes ~8 s to open; were the open cancelled with its
+        caller, searches with shorter deadlines would start it again and again and never get it)."""
         if (shard := self._shards.get(collection)) is not None:
             return shard
+        path, key = self._path(collection), (collection, create)  # a bad name fails here, in its caller
+        if (opening := self._opening.get(key)) is None:
+            opening = self._opening[key] = asyncio.create_task(self._open(collection, path, create))
+            opening.add_done_callback(lambda task: self._opened(key, task))
+        return await asyncio.shield(opening)
+
+    def _opened(self, key: tuple[str, bool], task: asyncio.Task) -> None:
+        if self._opening.get(key) is task:
+            del self._opening[key]
+        if not task.cancelled() and (err := task.exception()) is not None and not isinstance(err, EngineUnavailable):
+            log.warning("%s: opening %s failed: %r", self.name, key[0], err)  # retrieved: every waiter may be gone
+
+    async def _open(self, collection: str, path: Path, create: bool) -> qe.EdgeShard | None:
         async with self._open_lock:
             if self._closed:
                 raise EngineUnavailable(f"{self.name}: the store is closed")
             if (shard := self._shards.get(collection)) is None:
-                path = self._path(collection)
                 if not create and not (path / CONFIG_FILE).exists():
                     return None
                 started = time.perf_counter()

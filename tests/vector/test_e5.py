@@ -6,7 +6,6 @@ cross-lingual retrieval on the German test collection against MiniLM (English-on
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from german_corpus import german_documents, german_judgements
 
 from hybridsearch.vector.e5 import NAME, Role

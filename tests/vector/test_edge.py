@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import numpy as np
 import pytest
@@ -75,6 +76,33 @@ async def test_a_missing_collection_is_empty_and_not_created(tmp_path):
     assert await store.delete("nothing", ["a"]) == (0, 0)
     assert not await store.exists("nothing") and not (tmp_path / "nothing").exists()
     await store.close()
+
+
+async def test_an_open_outlives_the_search_that_started_it(tmp_path):
+    """A large shard opens slowly (1M points: ~8 s); the searches that want it have shorter deadlines. The
+    open goes on when they give up, happens once, and the next search finds the shard open."""
+    store = EdgeStore(path=tmp_path, dim=DIM, settings=PRODUCTION)
+    await store.write("docs", chunks_for(0, 20), unit_rows(20))
+    await store.close()
+
+    reopened = EdgeStore(path=tmp_path, dim=DIM, settings=PRODUCTION)
+    opens, real_open = [], reopened._open_sync
+
+    def slow_open(path):
+        opens.append(path)
+        time.sleep(0.5)
+        return real_open(path)
+
+    reopened._open_sync = slow_open
+    for _ in range(3):  # each gives up after 0.1 s, as a leg call at its deadline does
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(reopened.search("docs", unit_rows(1), 3, []), 0.1)
+    await asyncio.sleep(0.6)
+    started = time.perf_counter()
+    (hits,) = await reopened.search("docs", unit_rows(1), 3, [])
+    assert len(hits) == 3 and time.perf_counter() - started < 0.3
+    assert len(opens) == 1 and not reopened._opening
+    await reopened.close()
 
 
 async def test_payload_indexes_follow_the_settings_on_reopen(tmp_path):
