@@ -327,7 +327,7 @@ def vector_scale(
     writes: Annotated[int, typer.Option(min=1, help="single writes whose visibility is measured")] = 20,
     documents: Annotated[Optional[int], typer.Option(min=1, help="the corpus's first N documents (default: all)")] = None,
     ef: Annotated[Optional[list[int]], typer.Option(min=1, help="search beams (hnsw_ef) probed beside the served one; repeatable")] = None,
-    resume: Annotated[bool, typer.Option(help="go on with the store an earlier run left in --data-dir (its build, then the probe)")] = False,
+    resume: Annotated[bool, typer.Option(help="go on with the store an earlier run left in --data-dir: a finished load is kept, a cut-short one run again; then the build and the probe")] = False,
     json_out: Annotated[Optional[Path], typer.Option("--json-out", help="written after every phase")] = None,
 ):
     """The vector store alone at a corpus size: bulk load, HNSW build, reopen, recall@10 against exact

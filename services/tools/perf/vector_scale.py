@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import resource
 import time
 from pathlib import Path
@@ -38,6 +39,9 @@ from hybridsearch.vector.embedder import EmbeddingCache, open_embedder
 from hybridsearch.vector.store import point_id
 
 COLLECTION = "vector-scale"
+LOADED = "vector-scale-loaded.json"  # beside the store: a finished bulk load's figures (a resumed run skips it)
+LOAD_FIGURES = ("documents", "chunks", "load_s", "load_docs_per_s", "embed_s", "write_s", "embedded_now",
+                "peak_rss_after_load_mib")
 NEVER = 1e9  # no background build during the bulk load: the store builds once, after it
 
 
@@ -147,8 +151,9 @@ def run(settings: Settings, corpus: Path, queries: list[str], embedder: str, bat
         record=lambda out: None, efs: tuple[int, ...] = ()) -> dict:
     """The figures above for the corpus's first `documents_limit` documents (all: None). `record(out)` is
     called after each phase with the figures so far (a killed run keeps them). A run finding the store of
-    an earlier one resumes it: a fully indexed store skips to the probe, a loaded one to the build (the
-    earlier run's load figures are then in its own record, not repeated here)."""
+    an earlier one resumes it: a finished load (its figures kept beside the store, LOADED) is not repeated,
+    a load that was cut short is run again over what it wrote (writes are upserts by point id), and an
+    indexed store skips the build."""
     cfg = settings.vector
     cache = EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite",
                            open_embedder(embedder, cfg.max_seq_length, cfg.batch_size), cfg.max_seq_length)
@@ -157,14 +162,18 @@ def run(settings: Settings, corpus: Path, queries: list[str], embedder: str, bat
                                                      "quantization_always_ram", "quantization_rescore",
                                                      "quantization_oversampling", "on_disk_vectors",
                                                      "on_disk_payload", "edge_index_backlog")}}
+    loaded = settings.data_dir / LOADED
     points, indexed = asyncio.run(_points(settings, cache.dim))
-    if points == 0:
+    if points and loaded.exists():
+        out.update(json.loads(loaded.read_text()))
+        out["resumed"] = {"points": points, "indexed": indexed}
+    else:
         out.update(asyncio.run(_load(settings, corpus, cache, batch, progress, documents_limit)))
         out["peak_rss_after_load_mib"] = _peak_rss_mib()
+        loaded.write_text(json.dumps({k: out[k] for k in LOAD_FIGURES}, indent=2))
         record(out)
-    else:
-        out["resumed"] = {"points": points, "indexed": indexed}
-    if points == 0 or indexed < points:
+        points, indexed = out["chunks"], 0
+    if indexed < points:
         out.update(asyncio.run(_build(settings, cache.dim)))
         out["peak_rss_after_build_mib"] = _peak_rss_mib()
         record(out)

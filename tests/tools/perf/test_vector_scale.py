@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from hybridsearch.common.config import Settings
-from hybridsearch.tools.perf.vector_scale import run
+from hybridsearch.tools.perf.vector_scale import LOADED, run
 
 WORDS = "protein cell galaxy star energy solar wind model data river forest music law trade".split()
 
@@ -44,8 +44,18 @@ def test_a_second_run_resumes_the_store_it_finds_and_probes_other_beams(tmp_path
     run(settings, corpus, ["protein energy"], "static-minilm", batch=100, writes=1, documents_limit=240)
     again = run(settings, corpus, ["protein energy", "music and law"], "static-minilm", batch=100, writes=1,
                 efs=(16, 64))
-    assert again["resumed"]["points"] == 240 and "load_s" not in again  # not loaded twice: 240, not 250
+    # not loaded again (the corpus holds 250): the first run's load figures, kept beside the store
+    assert again["resumed"]["points"] == 240 and again["documents"] == 240 and again["load_s"] >= 0
     assert again["vector_points"] == 240 and again["settings"]["quantization"] == "int8"
     for beam in ("", "_ef16", "_ef64"):
         # int8 codes rescored against the originals, below the full-scan threshold: every beam finds the exact top 10
         assert again[f"ann_recall@10{beam}"] == 1.0 and again[f"ann_p50_ms@10{beam}"] > 0
+
+
+def test_a_load_cut_short_is_run_again_over_what_it_wrote(tmp_path):
+    corpus = write_corpus(tmp_path)
+    settings = Settings(data_dir=tmp_path / "data", vector={"embedder": "static-minilm"})
+    run(settings, corpus, ["protein energy"], "static-minilm", batch=100, writes=1, documents_limit=100)
+    (settings.data_dir / LOADED).unlink()  # as if the first run had been killed before its load finished
+    again = run(settings, corpus, ["protein energy"], "static-minilm", batch=100, writes=1, documents_limit=240)
+    assert "resumed" not in again and again["documents"] == 240 and again["vector_points"] == 240
