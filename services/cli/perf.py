@@ -289,7 +289,7 @@ def write_visibility(
 def bm25_scale(
     corpus: Annotated[Path, typer.Argument(exists=True, help="a corpus.jsonl(.gz), e.g. scale-corpus's")],
     queries_from: Annotated[Path, typer.Option(exists=True, file_okay=False, help="a BEIR folder: its queries")],
-    data_dir: Annotated[Path, typer.Option(help="an empty folder for the index (never a stack's data dir)")],
+    data_dir: Annotated[Path, typer.Option(help="the folder for the index (never a running stack's data dir)")],
     limit: Annotated[int, typer.Option(help="the first N queries")] = 300,
     writers: Annotated[int, typer.Option(help="concurrent one-document writers for the small-writes phase (0: none)")] = 8,
     collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="the index's name (default bm25-scale; "

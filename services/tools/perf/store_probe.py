@@ -15,9 +15,9 @@ Run with the services stopped (each engine holds its data dir's writer lock):
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 import resource
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
