@@ -42,6 +42,10 @@ COLLECTION = "vector-scale"
 LOADED = "vector-scale-loaded.json"  # beside the store: a finished bulk load's figures (a resumed run skips it)
 LOAD_FIGURES = ("documents", "chunks", "load_s", "load_docs_per_s", "embed_s", "write_s", "embedded_now",
                 "peak_rss_after_load_mib")
+# The vector settings a run's figures depend on, recorded with them.
+RECORDED_SETTINGS = {"hnsw_m", "hnsw_ef_construct", "hnsw_ef", "quantization", "quantization_always_ram",
+                     "quantization_rescore", "quantization_oversampling", "on_disk_vectors", "on_disk_payload",
+                     "edge_index_backlog"}
 NEVER = 1e9  # no background build during the bulk load: the store builds once, after it
 
 
@@ -158,10 +162,7 @@ def run(settings: Settings, corpus: Path, queries: list[str], embedder: str, bat
     cache = EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite",
                            open_embedder(embedder, cfg.max_seq_length, cfg.batch_size), cfg.max_seq_length)
     out = {"corpus": str(corpus), "embedder": embedder, "dim": cache.dim, "batch": batch,
-           "settings": {k: getattr(cfg, k) for k in ("hnsw_m", "hnsw_ef_construct", "hnsw_ef", "quantization",
-                                                     "quantization_always_ram", "quantization_rescore",
-                                                     "quantization_oversampling", "on_disk_vectors",
-                                                     "on_disk_payload", "edge_index_backlog")}}
+           "settings": cfg.model_dump(include=RECORDED_SETTINGS)}
     loaded = settings.data_dir / LOADED
     points, indexed = asyncio.run(_points(settings, cache.dim))
     if points and loaded.exists():
