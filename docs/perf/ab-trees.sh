@@ -30,12 +30,14 @@ stop() {  # this script's stack only (its pid file, its supervisord): never anot
 }
 start() {  # $1: the tree to serve from
   rm -f "$NEW/var/ab-serve.log"
+  # $! must be the launcher itself (stop() signals it): the old tree's subshell execs into it
   if [ "$1" = "$OLD" ]; then
-    (cd "$OLD" && PYTHONPATH="$OLD/.shim" nohup "$NEW/.venv/bin/python" -m hybridsearch.cli serve all > "$NEW/var/ab-serve.log" 2>&1 &
-     echo $! > "$NEW/var/ab-serve.pid")
+    (cd "$OLD" && PYTHONPATH="$OLD/.shim" exec nohup "$NEW/.venv/bin/python" -m hybridsearch.cli serve all \
+       > "$NEW/var/ab-serve.log" 2>&1) &
   else
-    (nohup "$NEW/.venv/bin/hybridsearch" serve all > "$NEW/var/ab-serve.log" 2>&1 & echo $! > "$NEW/var/ab-serve.pid")
+    nohup "$NEW/.venv/bin/hybridsearch" serve all > "$NEW/var/ab-serve.log" 2>&1 &
   fi
+  echo $! > "$NEW/var/ab-serve.pid"
   for _ in $(seq 1 180); do grep -q "stack is up" "$NEW/var/ab-serve.log" 2>/dev/null && return; sleep 1; done
   echo "the stack did not come up: var/ab-serve.log" >&2; exit 1
 }

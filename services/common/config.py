@@ -90,7 +90,12 @@ class VectorSettings(BaseModel):
     #   nDCG@10 0.396 vs 0.645), so it is no choice for a collection users search.
     embedder: Literal["minilm-fp32", "minilm-int8", "mpnet-fp32", "multilingual-e5-small", "static-minilm"] = "minilm-fp32"
     max_seq_length: int = 256
-    batch_size: int = 32
+    # Passages per onnxruntime run. Small: a batch pads every text to its longest (attention masks keep the
+    # vectors bit-identical whatever the batch), and with 384-wide layers the sequence already fills the
+    # matrix products, so padding is pure waste. MiniLM on this project's 2 cores, 64 texts a call as the
+    # gateway sends them (docs/perf/embed-batch-ab.py): batch 4 took 0.66x the CPU of batch 32 on the gate's
+    # corpora, ~0.8x on SciFact, 0.66x on 40-word passages (batch 1: 0.93x there). e5 (unsorted): no change.
+    batch_size: int = Field(4, ge=1)
     # Keep passage vectors on disk by text, so re-ingesting unchanged text never re-embeds it.
     embedding_cache: bool = True
     # The vector leg's own passages: documents are split into windows of this many words for embedding
@@ -403,6 +408,12 @@ class Settings(BaseSettings):
     # Candidates each leg returns per query, and how many fused documents are kept.
     leg_depth: int = 100
     fusion_depth: int = 1000
+    # Answers of at most this many ranked lists are fused in the gateway, by the same library as the fusion
+    # service (fusion/methods.py: the same hits), without the hop. 1: a single list only (its fusion costs
+    # less than any hop). 2 also takes FAST's two legs: measured ~3 ms of CPU less a FAST answer on 2 cores
+    # (gateway +2.4, fusion service -5.6: docs/performance.md, "The fusion hop"), the fusion service then
+    # serving the efforts with variants. Kept at 1 so that fusion scales and fails on its own by default.
+    fuse_in_gateway_lists: int = Field(1, ge=1)
     # Chunking: documents longer than this many words are split (markdown-aware).
     chunk_words: int = 400
     chunk_overlap_words: int = 40

@@ -34,9 +34,10 @@ class Fuser:
     async def _fused(self, plan: SearchPlan, lists: list[common_pb2.RankedList], deadline: Deadline,
                      report: Report) -> list[fusion_pb2.FusedHit]:
         limit = self.settings.fusion_depth
-        if len(lists) == 1:
-            # One ranked list: fusion would only collapse chunks and scale scores, which the same library
-            # does here in microseconds; a hop to the fusion service would cost more than the answer.
+        if len(lists) <= self.settings.fuse_in_gateway_lists:
+            # One ranked list (the default's only case): fusion would only collapse chunks and scale scores,
+            # which the same library does here in microseconds; a hop would cost more than the answer.
+            # More lists where the operator says so (Settings.fuse_in_gateway_lists: the hop's CPU measured).
             return fuse_proto(lists, plan.fusion, limit, with_text=False)
         request = fusion_pb2.FuseRequest(lists=[ranks_only(rl) for rl in lists], config=params_to_proto(plan.fusion),
                                          limit=limit, omit_text=True)

@@ -11,7 +11,7 @@ import time
 
 import grpc
 import pytest
-from query_standins import Call, Fusion, Reranker, backends, expansion, leg_answer, rpc_error, run
+from query_standins import Call, Fusion, Reranker, backends, expansion, leg_answer, rpc_error, run, settings
 
 from hybridsearch.gateway.report import FAILED, OK, SKIPPED, Report
 from hybridsearch.v1 import common_pb2, expansion_pb2
@@ -104,6 +104,20 @@ async def test_a_failed_fusion_service_fuses_in_the_gateway():
     assert parts.fusion.calls == 1 and report.degraded
     assert any("fused in the gateway" in n for n in report.notices)
     assert [h.doc_id for h in answer.response.hits][:2] == ["a", "c"]
+
+
+async def test_fast_fuses_in_the_gateway_where_the_operator_says_so_with_the_services_hits():
+    """Settings.fuse_in_gateway_lists 2: FAST's two lists never reach the fusion service, and the answer is
+    the one the service gives (the same library), hit by hit, score by score, not flagged degraded."""
+    served, _ = await run(backends(), effort=FAST, explain=True)
+    parts = backends()
+    s = settings()
+    s.fuse_in_gateway_lists = 2
+    answer, report = await run(parts, s=s, effort=FAST, explain=True)
+    assert parts.fusion.calls == 0 and not report.degraded and not answer.response.notices
+    assert [(h.doc_id, h.chunk_id, h.score) for h in answer.response.hits] == \
+        [(h.doc_id, h.chunk_id, h.score) for h in served.response.hits]
+    assert answer.response.explain.fusion == served.response.explain.fusion  # the applied config as explained
 
 
 async def test_a_failed_reranker_leaves_the_fused_order():

@@ -41,6 +41,15 @@ def test_onnx_export_matches_the_reference(name, dim):
     assert embedder.embed([]).shape == (0, dim)
 
 
+def test_the_batch_size_changes_no_vector():
+    """vector.batch_size is a speed setting only (small batches pad less: config.py): a text's vector is the
+    same bits whether it is embedded alone or padded beside longer texts in any batch."""
+    texts = [*TEXTS, " ".join(TEXTS), "a"]
+    alone = np.concatenate([OnnxEmbedder("minilm-fp32", 256, batch_size=1).embed([t]) for t in texts])
+    for size in (2, 4, 32):
+        np.testing.assert_array_equal(OnnxEmbedder("minilm-fp32", 256, batch_size=size).embed(texts), alone)
+
+
 def test_passage_cache_returns_what_the_model_computes(tmp_path):
     embedder = OnnxEmbedder("minilm-fp32", max_seq_length=128)
     cache = EmbeddingCache(tmp_path / "embeddings.sqlite", embedder, 128)
