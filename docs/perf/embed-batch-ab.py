@@ -9,24 +9,21 @@ seconds, the ratio to the first size of the same round, and the largest differen
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import random
 import time
 from pathlib import Path
 
 import numpy as np
 
+from hybridsearch.corpus import beir_corpus_file, read_beir_corpus
 from hybridsearch.vector.embedder import open_embedder
 
 PER_CALL = 64  # documents per Upsert from `hybridsearch index` / the client (services/client/requests.py)
 
 
 def texts_of(datasets: list[str], count: int, words: int) -> list[str]:
-    texts = []
-    for name in datasets:
-        with gzip.open(Path("../shared/datasets") / name / "corpus.jsonl.gz", "rt") as f:
-            texts += [f"{d.get('title', '')}\n{d.get('text', '')}".strip() for d in map(json.loads, f)]
+    texts = [f"{doc.title}\n{doc.text}".strip() for name in datasets
+             for doc in read_beir_corpus(beir_corpus_file(Path("../shared/datasets") / name))]
     random.Random(7).shuffle(texts)
     texts = texts[:count]
     return [" ".join(t.split()[:words]) for t in texts] if words else texts
