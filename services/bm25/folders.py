@@ -29,9 +29,13 @@ class FolderCollections:
     async def drop(self, collection: str) -> bool:
         if not self._exists(collection):
             return False
+        await self._settle(collection)
         self._forget(collection)
         await asyncio.to_thread(self._drop, collection)
         return True
+
+    async def _settle(self, name: str) -> None:
+        """Waits for the writes already handed to the collection (nothing to wait for unless overridden)."""
 
     def _forget(self, name: str) -> None:
         """What the engine keeps of a collection besides its opened index (nothing unless overridden)."""

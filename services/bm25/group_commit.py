@@ -46,6 +46,12 @@ class GroupCommit(Generic[W, R]):
         # already being applied; the write still lands or fails as a whole, as an uncancellable thread would.
         return await asyncio.shield(future)
 
+    async def idle(self) -> None:
+        """Returns once every write submitted so far has been applied (or has failed): nothing is queued or
+        in flight. A drop waits for this before it closes the store the writes go to."""
+        while self._drain is not None and not self._drain.done():
+            await asyncio.gather(asyncio.shield(self._drain), return_exceptions=True)
+
     async def _run(self) -> None:
         while self._queue:
             group, self._queue = self._queue[:self.max_group], self._queue[self.max_group:]

@@ -81,8 +81,9 @@ class Bm25Servicer(StoreServicerMixin, bm25_pb2_grpc.Bm25ServiceServicer):
             await abort_invalid(context, err)
         started = time.perf_counter()
         try:
-            lists = await self.engine.search(collection, [q.text for q in request.queries], request.limit, filters,
-                                             tuple(request.metadata_fields), fuzzy=request.fuzzy)
+            async with self.gates.using(collection):
+                lists = await self.engine.search(collection, [q.text for q in request.queries], request.limit,
+                                                 filters, tuple(request.metadata_fields), fuzzy=request.fuzzy)
         except EngineUnavailable as err:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
         return common_pb2.LegSearchResponse(
@@ -101,7 +102,8 @@ class Bm25Servicer(StoreServicerMixin, bm25_pb2_grpc.Bm25ServiceServicer):
         except InvalidArgument as err:
             await abort_invalid(context, err)
         try:
-            return bm25_pb2.CorrectResponse(query=await self.engine.correct(collection, request.query))
+            async with self.gates.using(collection):
+                return bm25_pb2.CorrectResponse(query=await self.engine.correct(collection, request.query))
         except EngineUnavailable as err:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
 

@@ -49,7 +49,7 @@ from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, e
 from hybridsearch.bm25.group_commit import MAX_GROUP, GroupCommit
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.stores import (
-    EngineStats, UpsertResult, SPAN, chunk_from_payload, chunks_by_document, content_of, picked_metadata, span_of,
+    EngineStats, EngineUnavailable, UpsertResult, SPAN, chunk_from_payload, chunks_by_document, content_of, picked_metadata, span_of,
     span_payload, stored_content, stored_documents, unchanged_since,
 )
 from hybridsearch.v1 import common_pb2
@@ -119,6 +119,7 @@ class _Collection:
         self.index.config_reader("Manual")
         self.analyzer, self.title_boost = analyzer, title_boost
         self.lock = threading.Lock()  # one writer; searches never take it
+        self.closed = False  # closed by a drop: its writer is gone, a write that still reaches it fails
 
     # --- reads ---------------------------------------------------------------------------------------
 
@@ -247,6 +248,9 @@ class _Collection:
         """The writes in order, one commit for all (group_commit.py); a result per write. Should one fail,
         nothing of the group is kept and each write is applied and committed alone, so only it fails."""
         with self.lock:
+            if self.closed:
+                return [EngineUnavailable("the collection was dropped while this write waited; retry, it is safe")
+                        for _ in writes]
             try:
                 return self._apply(writes)
             except Exception as err:
@@ -314,7 +318,9 @@ class _Collection:
 
     def close(self) -> None:
         with self.lock:
-            self.writer.wait_merging_threads()  # the writer is unusable afterwards
+            if not self.closed:
+                self.closed = True
+                self.writer.wait_merging_threads()  # the writer is unusable afterwards
 
 
 class TantivyBm25Engine(FolderCollections):
@@ -406,6 +412,10 @@ class TantivyBm25Engine(FolderCollections):
         if not self._exists(collection):
             return []
         return await asyncio.to_thread(lambda: self._collection(collection).chunks_of(doc_ids))
+
+    async def _settle(self, name: str) -> None:
+        if (group := self._groups.get(name)) is not None:  # writes whose callers gave up may still be queued
+            await group.idle()
 
     def _forget(self, name: str) -> None:
         self._groups.pop(name, None)  # writes submitted from now on open a fresh index

@@ -51,6 +51,10 @@ REJECTED = Counter(
     "hybridsearch_rejected_total", "Requests the gateway refused with RESOURCE_EXHAUSTED, by reason (queue_full, deadline, standing, wait: gateway/admission.py)",
     ["reason"],
 )
+WRITE_RACES = Counter(
+    "hybridsearch_write_drop_races_total",
+    "Writes a drop of their collection overlapped, written again in both stores (gateway/write_order.py)",
+)
 BREAKER_OPEN = Gauge(
     "hybridsearch_circuit_open", "1 while the gateway's circuit breaker for a part is open (the part is skipped)", ["part"],
 )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable
+from functools import cached_property
 from typing import TypeVar
 
 import grpc
 
+from hybridsearch.common.gates import CollectionGates
 from hybridsearch.common.limits import MAX_CHUNKS_PER_REQUEST, MAX_LEG_LIMIT, MAX_LEG_QUERIES
 from hybridsearch.common.stores import EngineUnavailable
 from hybridsearch.common.validation import (
@@ -88,7 +90,12 @@ def written(result) -> common_pb2.UpsertChunksResponse:
                                            chunks_written=result.chunks_written)
 
 class StoreServicerMixin:
-    """Needs `self.engine` with upsert/delete/stats/content_hashes/collections/drop (bm25.engine.LexicalEngine)."""
+    """Needs `self.engine` with upsert/delete/stats/content_hashes/collections/drop (bm25.engine.LexicalEngine).
+    Every call on a collection passes its gate (common/gates.py); a drop passes it alone."""
+
+    @cached_property
+    def gates(self) -> CollectionGates:
+        return CollectionGates()
 
     async def _call_engine(self, context: grpc.aio.ServicerContext, call: Awaitable[T]) -> T:
         """A store that cannot answer (cluster down, timeout) is UNAVAILABLE: the caller may retry."""
@@ -99,13 +106,24 @@ class StoreServicerMixin:
         except InvalidArgument as err:  # what the engine cannot take (a sealed chunk on an engine without them)
             await abort_invalid(context, err)
 
+    async def _on(self, collection: str, context: grpc.aio.ServicerContext, call: Awaitable[T]) -> T:
+        """`_call_engine` through the collection's gate: never while the collection is being dropped."""
+        entered = False
+        try:
+            async with self.gates.using(collection):
+                entered = True
+                return await self._call_engine(context, call)
+        finally:
+            if not entered and hasattr(call, "close"):  # cancelled at the gate: the call never started
+                call.close()
+
     async def UpsertChunks(self, request: common_pb2.UpsertChunksRequest,
                            context: grpc.aio.ServicerContext) -> common_pb2.UpsertChunksResponse:
         try:
             collection = check_chunks(request)
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        return written(await self._call_engine(context, self.engine.upsert(collection, list(request.chunks))))
+        return written(await self._on(collection, context, self.engine.upsert(collection, list(request.chunks))))
 
     async def ResealChunks(self, request: common_pb2.ResealChunksRequest,
                            context: grpc.aio.ServicerContext) -> common_pb2.UpsertChunksResponse:
@@ -119,7 +137,7 @@ class StoreServicerMixin:
                     raise InvalidArgument(f"chunks[{i}] ({c.chunk_id!r}): no expected hash for document {c.doc_id!r}")
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        return written(await self._call_engine(context, self.engine.reseal(collection, list(request.chunks),
+        return written(await self._on(collection, context, self.engine.reseal(collection, list(request.chunks),
                                                                            dict(request.expected_hashes))))
 
     async def DeleteDocuments(self, request: common_pb2.DeleteDocumentsRequest,
@@ -129,7 +147,7 @@ class StoreServicerMixin:
             doc_ids = check_doc_ids(request.doc_ids)
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        docs, chunks = await self._call_engine(context, self.engine.delete(collection, doc_ids))
+        docs, chunks = await self._on(collection, context, self.engine.delete(collection, doc_ids))
         return common_pb2.DeleteDocumentsResponse(documents_deleted=docs, chunks_deleted=chunks)
 
     async def Stats(self, request: common_pb2.StoreStatsRequest,
@@ -138,7 +156,7 @@ class StoreServicerMixin:
             collection = check_collection(request.collection)
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        stats = await self._call_engine(context, self.engine.stats(collection))
+        stats = await self._on(collection, context, self.engine.stats(collection))
         return common_pb2.StoreStats(
             engine=stats.engine, documents=stats.documents, chunks=stats.chunks, details=stats.details
         )
@@ -150,7 +168,7 @@ class StoreServicerMixin:
             collection = check_collection(request.collection)
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        documents = await self._call_engine(context, self.engine.list_documents(collection))
+        documents = await self._on(collection, context, self.engine.list_documents(collection))
         for start in range(0, len(documents), LIST_PAGE):
             yield common_pb2.ListDocumentsPage(documents=documents[start:start + LIST_PAGE])
 
@@ -161,7 +179,7 @@ class StoreServicerMixin:
             doc_ids = check_doc_ids(request.doc_ids)
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        return common_pb2.GetChunksResponse(chunks=await self._call_engine(context, self.engine.get_chunks(collection, doc_ids)))
+        return common_pb2.GetChunksResponse(chunks=await self._on(collection, context, self.engine.get_chunks(collection, doc_ids)))
 
     async def ContentHashes(self, request: common_pb2.ContentHashesRequest,
                             context: grpc.aio.ServicerContext) -> common_pb2.ContentHashesResponse:
@@ -171,7 +189,7 @@ class StoreServicerMixin:
         except InvalidArgument as err:
             await abort_invalid(context, err)
         return common_pb2.ContentHashesResponse(
-            hashes=await self._call_engine(context, self.engine.content_hashes(collection, doc_ids))
+            hashes=await self._on(collection, context, self.engine.content_hashes(collection, doc_ids))
         )
 
     async def ListCollections(self, request: stores_pb2.StoreCollectionsRequest,
@@ -188,7 +206,7 @@ class StoreServicerMixin:
                 continue
             listed = out.collections.add(name=name)
             if request.counts:
-                stats = await self._call_engine(context, self.engine.stats(name))
+                stats = await self._on(name, context, self.engine.stats(name))
                 listed.documents, listed.chunks = stats.documents, stats.chunks
         return out
 
@@ -199,8 +217,9 @@ class StoreServicerMixin:
             collection = check_collection(request.collection)
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        if collection not in await self._call_engine(context, self.engine.collections()):
-            return stores_pb2.DropStoreCollectionResponse(dropped=False)
-        stats = await self._call_engine(context, self.engine.stats(collection))
-        dropped = await self._call_engine(context, self.engine.drop(collection))
+        async with self.gates.dropping(collection):  # alone: the calls inside end first, the later ones wait
+            if collection not in await self._call_engine(context, self.engine.collections()):
+                return stores_pb2.DropStoreCollectionResponse(dropped=False)
+            stats = await self._call_engine(context, self.engine.stats(collection))
+            dropped = await self._call_engine(context, self.engine.drop(collection))
         return stores_pb2.DropStoreCollectionResponse(dropped=dropped, documents=stats.documents, chunks=stats.chunks)

@@ -15,15 +15,17 @@ from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.catalog import Catalog
 from hybridsearch.gateway.documents import get_documents
 from hybridsearch.gateway.drop import Dropper
+from hybridsearch.gateway.write_order import WriteOrder
 from hybridsearch.v1 import collections_pb2, collections_pb2_grpc
 
 
 class CollectionServicer(collections_pb2_grpc.CollectionServiceServicer):
-    def __init__(self, settings: Settings, backends: Backends, catalog: Catalog) -> None:
+    def __init__(self, settings: Settings, backends: Backends, catalog: Catalog, order: WriteOrder | None = None) -> None:
         self.settings, self.backends, self.catalog = settings, backends, catalog
         self.auth_on = settings.auth.keys_file is not None
-        self.redis = redis.Redis.from_url(settings.expansion.redis_url, socket_connect_timeout=0.5, socket_timeout=5)
-        self.dropper = Dropper(backends, self.redis)
+        self.redis = order.redis if order is not None else redis.Redis.from_url(
+            settings.expansion.redis_url, socket_connect_timeout=0.5, socket_timeout=5)
+        self.dropper = Dropper(backends, self.redis, order)  # drops ordered with the gateway's writes
         self.sealer = Sealer(settings)  # GetDocuments opens a sealed collection's chunks (gateway/documents.py)
 
     async def GetDocuments(self, request: collections_pb2.GetDocumentsRequest,

@@ -4,8 +4,9 @@ The drop takes the collection's hold first (common/holds.py), so it is refused (
 `hybridsearch reconcile` repairs the collection, and no reconcile starts while it runs. Then both stores
 drop it at once, and the entries Redis keeps for it go: the page orders of searches that read it (a page
 token of a dropped collection then says its order is gone) and its expansions. Every step is idempotent,
-so a drop that failed half-way (UNAVAILABLE) is simply sent again. A write that races the drop may create
-the collection anew: the drop removes what was there when it ran.
+so a drop that failed half-way (UNAVAILABLE) is simply sent again. Writes and drops of the collection are
+ordered (gateway/write_order.py): a write acknowledged before the drop is gone with it, a write after it
+creates the collection anew in both stores, and a write the drop overlapped is written again, whole.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from hybridsearch.expansion import cache as expansion_cache
 from hybridsearch.gateway import paging
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.ingest import store_failure
+from hybridsearch.gateway.write_order import DROP_HOLDER, WriteOrder
 from hybridsearch.v1 import collections_pb2, stores_pb2
 
-HOLDER = "a drop"
+HOLDER = DROP_HOLDER  # writes of other gateways wait while a holder of this name holds the collection
 DROP_TIMEOUT_S = 120.0
 SCAN_COUNT = 1000
 # Redis keys that belong to a collection, by the glob that finds them.
@@ -42,14 +44,15 @@ async def purge(client, collection: str) -> int:
 
 
 class Dropper:
-    def __init__(self, backends: Backends, redis_client) -> None:
+    def __init__(self, backends: Backends, redis_client, order: WriteOrder | None = None) -> None:
         self.backends, self.redis = backends, redis_client
         self.holds = Holds(redis_client)
+        self.order = order or WriteOrder(redis_client)  # the gateway's, shared with its writes
 
     async def drop(self, collection: str) -> collections_pb2.DropCollectionResponse:
         """Drops `collection` (checked name); a Refusal says why not."""
         try:
-            async with self.holds.hold(collection, HOLDER):
+            async with self.holds.hold(collection, HOLDER), self.order.dropping(collection):
                 return await self._drop(collection)
         except Held as err:
             raise Refusal(f"{err}: it cannot be dropped until that ends; try again then",

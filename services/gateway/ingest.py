@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator
 
 import grpc
+import redis.asyncio as redis
 
 from hybridsearch.common import metrics
 from hybridsearch.common.chunking import chunk_lines, chunk_text, content_hash
@@ -43,6 +44,8 @@ from hybridsearch.common.validation import (
 )
 from hybridsearch.gateway.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
+from hybridsearch.gateway.catalog import Catalog
+from hybridsearch.gateway.write_order import WriteOrder
 from hybridsearch.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc
 
 WRITE_TIMEOUT_S = 600.0
@@ -198,9 +201,14 @@ def stream_progress(batches: int, documents: int, last_id: str) -> tuple[str, tu
 
 
 class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
-    def __init__(self, settings: Settings, backends: Backends) -> None:
+    def __init__(self, settings: Settings, backends: Backends, catalog: Catalog | None = None,
+                 order: WriteOrder | None = None) -> None:
         self.settings = settings
         self.backends = backends
+        self.catalog = catalog or Catalog(settings, backends)  # Stats: a collection no store holds is NOT_FOUND
+        # Writes ordered against drops of their collection (gateway/write_order.py); the gateway shares one.
+        self.order = order or WriteOrder(redis.Redis.from_url(settings.expansion.redis_url, socket_connect_timeout=0.5,
+                                                              socket_timeout=5))
         self.sealer = Sealer(settings)
         self.terms = HashedTerms(settings)
         self.tracer = tracer(__name__)
@@ -214,8 +222,10 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                      context: grpc.aio.ServicerContext) -> ingest_pb2.UpsertResponse:
         """Writes one batch to both stores; raises Refusal when it was not acknowledged."""
         try:
-            async with self.admission.slot(context.time_remaining() or INGEST_MAX_WAIT_S, "upsert"):
-                return await self._write_admitted(collection, documents)
+            remaining = context.time_remaining() or INGEST_MAX_WAIT_S
+            async with self.admission.slot(remaining, "upsert"):
+                return await self.order.write(collection, lambda: self._write_admitted(collection, documents),
+                                              deadline=time.monotonic() + remaining)
         except Overloaded as err:
             metrics.REJECTED.labels(reason=err.reason).inc()
             raise Refusal(f"ingest at capacity ({err}): nothing of this batch was written, retry with backoff",
@@ -293,7 +303,9 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                     context: grpc.aio.ServicerContext) -> ingest_pb2.StatsResponse:
         try:
             collection = check_collection(request.collection)
-        except InvalidArgument as err:
+            if await self.catalog.missing([collection]):
+                raise Refusal(f"collection {collection!r} does not exist", grpc.StatusCode.NOT_FOUND)
+        except Refusal as err:
             await abort_invalid(context, err)
         req = common_pb2.StoreStatsRequest(collection=collection)
         out = ingest_pb2.StatsResponse(collection=collection)

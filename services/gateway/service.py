@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import grpc
+import redis.asyncio as redis
 
 from hybridsearch.common.config import get_settings
 from hybridsearch.common.server import serve
@@ -12,6 +13,7 @@ from hybridsearch.gateway.catalog import Catalog
 from hybridsearch.gateway.collections import CollectionServicer
 from hybridsearch.gateway.ingest import IngestServicer
 from hybridsearch.gateway.search import SearchServicer
+from hybridsearch.gateway.write_order import WriteOrder
 from hybridsearch.v1 import (
     collections_pb2,
     collections_pb2_grpc,
@@ -25,12 +27,14 @@ from hybridsearch.v1 import (
 async def main() -> None:
     settings = get_settings()
     backends = Backends.connect(settings)
-    catalog = Catalog(settings, backends)  # which collections exist: searches and CollectionService share it
-    collections = CollectionServicer(settings, backends, catalog)
+    catalog = Catalog(settings, backends)  # which collections exist: searches, Stats and CollectionService share it
+    # Writes and drops of a collection in one order (gateway/write_order.py), through the deployment's Redis.
+    order = WriteOrder(redis.Redis.from_url(settings.expansion.redis_url, socket_connect_timeout=0.5, socket_timeout=5))
+    collections = CollectionServicer(settings, backends, catalog, order)
 
     async def register(server: grpc.aio.Server) -> list[str]:
         search_pb2_grpc.add_SearchServiceServicer_to_server(SearchServicer(settings, backends, catalog), server)
-        ingest_pb2_grpc.add_IngestServiceServicer_to_server(IngestServicer(settings, backends), server)
+        ingest_pb2_grpc.add_IngestServiceServicer_to_server(IngestServicer(settings, backends, catalog, order), server)
         collections_pb2_grpc.add_CollectionServiceServicer_to_server(collections, server)
         return [
             search_pb2.DESCRIPTOR.services_by_name["SearchService"].full_name,

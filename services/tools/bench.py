@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ranx import Qrels, Run, evaluate
 
-from hybridsearch.client import GatewayClient
+from hybridsearch.client import GatewayClient, NotFound
 from hybridsearch.common.config import Settings
 from hybridsearch.corpus import beir_corpus_file, read_documents
 from hybridsearch.tools.quality.calibration import answering, report as calibration_report
@@ -70,8 +70,11 @@ def ensure_indexed(client: GatewayClient, folder: Path, collection: str, progres
     if corpus is None:
         raise FileNotFoundError(f"{folder} has no corpus.jsonl or corpus.jsonl.gz")
     documents, count = read_documents(corpus)
-    stats = client.stats(collection)
-    if stats.stores and all(s.documents == count for s in stats.stores):
+    try:
+        stats = client.stats(collection)
+    except NotFound:  # not indexed yet
+        stats = None
+    if stats is not None and stats.stores and all(s.documents == count for s in stats.stores):
         return 0
     client.index(collection, documents, on_batch=(lambda part: progress(part.documents_received)) if progress else None)
     return count or 0

@@ -235,8 +235,9 @@ class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
             started = time.perf_counter()
             queries = await self._corrected(collection, queries, context)
             timings["correct"] = (time.perf_counter() - started) * 1000
-        lists = await self.engine.search(collection, queries, request.limit, filters, request.feedback_docs, timings,
-                                         tuple(request.metadata_fields), request.text_depth)
+        async with self.gates.using(collection):
+            lists = await self.engine.search(collection, queries, request.limit, filters, request.feedback_docs,
+                                             timings, tuple(request.metadata_fields), request.text_depth)
         return common_pb2.LegSearchResponse(engine=self.engine.name, lists=trim_texts(lists, request.text_depth),
                                             timings_ms=timings)
 
@@ -246,8 +247,9 @@ class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
         except InvalidArgument as err:
             await abort_invalid(context, err)
         started = time.perf_counter()
-        lists = await self.engine.tag_search(collection, list(request.queries), request.limit, filters,
-                                             tuple(request.metadata_fields))
+        async with self.gates.using(collection):
+            lists = await self.engine.tag_search(collection, list(request.queries), request.limit, filters,
+                                                 tuple(request.metadata_fields))
         return common_pb2.LegSearchResponse(engine=f"{self.engine.store.name} tags", lists=lists,
                                             timings_ms={"engine": (time.perf_counter() - started) * 1000})
 
@@ -258,8 +260,9 @@ class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
         except InvalidArgument as err:
             await abort_invalid(context, err)
         timings: dict[str, float] = {}
-        ranked_list = await self.engine.neighbours(collection, seeds, request.query, request.limit, filters, fields,
-                                                   timings)
+        async with self.gates.using(collection):
+            ranked_list = await self.engine.neighbours(collection, seeds, request.query, request.limit, filters,
+                                                       fields, timings)
         return common_pb2.LegSearchResponse(engine=f"{self.engine.store.name} links", lists=[ranked_list],
                                             timings_ms=timings)
 

