@@ -52,23 +52,27 @@ class Corpus:
 
     documents: Iterator[ingest_pb2.Document]
     count: int | None
-    skipped: Skipped | None = None
+    folder: Folder | None = None  # a folder's files: what it indexed and skipped, known once the documents are read
     unit: str = "documents"
+
+    @property
+    def skipped(self) -> Skipped | None:
+        return self.folder.skipped if self.folder is not None else None
 
 
 def open_corpus(path: Path, include: list[str] | None = None, exclude: list[str] | None = None,
-                fields: FieldMap | None = None, on_file=None) -> Corpus:
+                fields: FieldMap | None = None, on_file=None, follow_symlinks: bool = False) -> Corpus:
     """A BEIR corpus file (or its folder), else a folder of files for the readers; `on_file` is called after
-    each file of a folder is read (a progress bar)."""
+    each file of a folder is read (a progress bar); symlinks leaving the folder are followed only when asked."""
     if path.is_file() and (path.name in BEIR_CORPUS_NAMES or path.suffix == ".gz"):
         return Corpus(read_beir_corpus(path), sum(1 for _ in read_beir_corpus(path)))
     corpus = beir_corpus_file(path) if path.is_dir() and not (include or exclude) else None
     if corpus is not None:
         return open_corpus(corpus)
     root, only = (path.parent, [path.name]) if path.is_file() else (path, include or [])
-    folder = Folder(root, only, exclude or [], fields or FieldMap())
+    folder = Folder(root, only, exclude or [], fields or FieldMap(), follow_symlinks=follow_symlinks)
     readable = folder.readable()
-    return Corpus(folder.documents(readable, on_file), len(readable), folder.skipped, "files")
+    return Corpus(folder.documents(readable, on_file), len(readable), folder, "files")
 
 
 def read_documents(path: Path) -> tuple[Iterator[ingest_pb2.Document], int | None]:

@@ -16,6 +16,11 @@ from rich.markup import escape
 from hybridsearch.cli.base import SEARCH, app, console, gateway_client, progress_bar
 
 
+EXIT_NOTHING = 1  # nothing to index
+EXIT_SKIPPED = 3  # indexed, but some files (or JSON records) offered were skipped: the summary says which and why
+SHOWN_PER_REASON = 20  # skipped files listed under each reason; the rest counted
+
+
 @app.command(rich_help_panel=SEARCH)
 def index(
     path: Annotated[Path, typer.Argument(exists=True, help="a folder (Markdown, text, reStructuredText, HTML, JSON/JSONL, "
@@ -29,8 +34,12 @@ def index(
     field_map: Annotated[Optional[list[str]], typer.Option(help="JSON records: ROLE=FIELD, ROLE id, title, text or "
                                                                 "metadata (default: id/_id, title/name, "
                                                                 "text/body/content, metadata or the other fields)")] = None,
+    follow_symlinks: Annotated[bool, typer.Option(help="follow symlinks that leave the folder (skipped otherwise)")] = False,
+    dry_run: Annotated[bool, typer.Option(help="read and check every file, show what would be indexed and skipped, "
+                                               "write nothing")] = False,
 ):
-    """Index documents through the gateway (read, chunk, embed, write to both stores); says what it skipped."""
+    """Index documents through the gateway (read, chunk, embed, write to both stores). Every file is indexed or
+    skipped with its reason; exit 3 when some offered file or record was skipped, 1 when nothing was indexed."""
     from hybridsearch.corpus import open_corpus
     from hybridsearch.readers.jsondocs import FieldMap
 
@@ -38,28 +47,84 @@ def index(
         fields = FieldMap.parse(field_map or [])
     except ValueError as err:
         raise typer.BadParameter(str(err), param_hint="--field-map") from None
-    client = gateway_client()
     started = time.perf_counter()
     with progress_bar() as progress:
-        task = progress.add_task(f"indexing into {collection}")
+        task = progress.add_task(f"{'reading' if dry_run else 'indexing into'} {collection}")
         advance_files = lambda: progress.advance(task)  # noqa: E731
-        corpus = open_corpus(path, include, exclude, fields, on_file=advance_files)
+        corpus = open_corpus(path, include, exclude, fields, on_file=advance_files, follow_symlinks=follow_symlinks)
         progress.update(task, total=corpus.count)
-        per_batch = None if corpus.unit == "files" else (lambda part: progress.advance(task, part.documents_received))
-        total = client.index(collection, corpus.documents, batch_size, on_batch=per_batch)
+        if dry_run:
+            documents = list(corpus.documents)
+        else:
+            per_batch = None if corpus.unit == "files" else (lambda part: progress.advance(task, part.documents_received))
+            total = send(gateway_client(), collection, corpus, batch_size, per_batch)
     seconds = time.perf_counter() - started
-    skipped = corpus.skipped
-    if skipped is not None and skipped.total:
-        console.print(skipped.line, soft_wrap=True)
-        for suffix, reason in skipped.reasons.items():
-            console.print(f"  {suffix}: {reason}", soft_wrap=True)
-    if not total.documents_received:
+    folder = corpus.folder
+    if folder is not None:
+        print_skips(folder)
+    received = len(documents) if dry_run else total.documents_received
+    if dry_run:
+        files = f" from {len(folder.indexed_files)} files" if folder is not None else ""
+        console.print(f"dry run: {received} documents{files} would be indexed into {collection!r}; nothing was written")
+    elif received:
+        console.print(f"{total.documents_received} documents: {total.documents_written} written, "
+                      f"{total.documents_unchanged} unchanged, {total.chunks_written} chunks "
+                      f"in {seconds:.1f} s ({total.documents_received / max(seconds, 1e-9):.0f} documents/s)")
+    if not received:
         console.print(f"[red]nothing to index[/] under {path}: no file a reader reads"
-                      f"{' (see the skipped files above)' if skipped is not None and skipped.total else ''}")
-        raise typer.Exit(1)
-    console.print(f"{total.documents_received} documents: {total.documents_written} written, "
-                  f"{total.documents_unchanged} unchanged, {total.chunks_written} chunks "
-                  f"in {seconds:.1f} s ({total.documents_received / max(seconds, 1e-9):.0f} documents/s)")
+                      f"{' (see the skipped files above)' if folder is not None and (folder.skips or folder.skipped.total) else ''}")
+        raise typer.Exit(EXIT_NOTHING)
+    if folder is not None and folder.skips:
+        raise typer.Exit(EXIT_SKIPPED)
+
+
+def send(client, collection: str, corpus, batch_size: int, on_batch=None):
+    """The corpus's documents in batches; in a folder, a batch the gateway refuses (INVALID_ARGUMENT) is sent
+    again a document at a time, and each document refused alone is skipped with the gateway's reason."""
+    from hybridsearch.client import InvalidArgument
+    from hybridsearch.client.requests import add_counts
+    from hybridsearch.common.iterables import batched
+    from hybridsearch.v1 import ingest_pb2
+
+    total = ingest_pb2.UpsertResponse()
+    for batch in batched(corpus.documents, batch_size):
+        try:
+            add_counts(total, client.upsert(collection, batch, batch_size, on_batch=on_batch))
+            continue
+        except InvalidArgument:
+            if corpus.folder is None:
+                raise
+        for doc in batch:
+            try:
+                add_counts(total, client.upsert(collection, [doc], on_batch=on_batch))
+            except InvalidArgument as err:
+                corpus.folder.refused(doc.metadata.get("path", doc.id), err.message)
+    return total
+
+
+def print_skips(folder) -> None:
+    """Files without a reader by extension; then every file or record offered and skipped, by reason."""
+    from collections import defaultdict
+
+    if folder.skipped.total:
+        console.print(f"{folder.skipped.line} (no reader)", soft_wrap=True)
+    if not folder.skips:
+        return
+    by_reason = defaultdict(list)
+    for skip in folder.skips:
+        by_reason[skip.reason].append(skip)
+    counts = ", ".join(f"{reason.value} {len(skips)}" for reason, skips in by_reason.items())
+    console.print(f"[yellow]{len(folder.skips)} not indexed[/]: {counts}", soft_wrap=True)
+    for reason, skips in by_reason.items():
+        for skip in skips[:SHOWN_PER_REASON]:
+            console.print(f"  {reason.value}: {escape(ascii_safe(skip.where))}: {escape(skip.detail)}", soft_wrap=True)
+        if len(skips) > SHOWN_PER_REASON:
+            console.print(f"  {reason.value}: … and {len(skips) - SHOWN_PER_REASON} more", soft_wrap=True)
+
+
+def ascii_safe(where: str) -> str:
+    """A path as a terminal can show it: control characters (a newline in a file name) written as escapes."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in where)
 
 
 def parse_filters(values: list[str]) -> dict:

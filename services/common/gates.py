@@ -9,8 +9,8 @@ read half-deleted files (tantivy: "Failed to open file for write", an index writ
 answered), or made the folder anew half-way through its removal. Behind the gate a write that follows a drop
 simply creates the collection anew, whole.
 
-The gates live in one process: they order the calls one store service receives. Across gateways, writes
-and drops of a collection are ordered by gateway/write_order.py.
+The gates live in one process: they order the calls one store service receives, and a gateway's own writes
+and drops (gateway/write_order.py, which orders those of several gateways through Redis).
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ from hybridsearch.common.limits import (
     MAX_KEY_CHARS,
     MAX_METADATA_BYTES,
     MAX_METADATA_KEYS,
+    MAX_SECTIONS,
+    MAX_TEXT_CHARS,
+    MAX_TITLE_CHARS,
     MAX_VALUE_CHARS,
 )
 from hybridsearch.v1 import common_pb2
@@ -131,3 +134,36 @@ def matches_filters(metadata: dict[str, str], filters: Iterable[common_pb2.Metad
 async def abort_invalid(context: grpc.aio.ServicerContext, err: Exception) -> None:
     """Ends the call with the refusal's code (INVALID_ARGUMENT for anything else) and its message."""
     await context.abort(getattr(err, "code", grpc.StatusCode.INVALID_ARGUMENT), str(err))
+
+
+def check_document(doc, where: str) -> None:
+    """A document as the ingest API takes it (an ingest_pb2.Document): its id, title, text, metadata and a
+    reader's sections in the limits; InvalidArgument naming `where` otherwise. The gateway checks every
+    document of a write with it, and `hybridsearch index` each document it read before sending it."""
+    check_doc_id(doc.id)
+    if not doc.text.strip() and not doc.title.strip():
+        raise InvalidArgument(f"{where} has neither title nor text")
+    if len(doc.text) > MAX_TEXT_CHARS:
+        raise InvalidArgument(f"{where} text is {len(doc.text)} characters; the limit is {MAX_TEXT_CHARS}")
+    if len(doc.title) > MAX_TITLE_CHARS:
+        raise InvalidArgument(f"{where} title is {len(doc.title)} characters; the limit is {MAX_TITLE_CHARS}")
+    check_metadata(doc.metadata, where)
+    check_sections(doc, where)
+
+
+def check_sections(doc, where: str) -> None:
+    """A reader's sections: inside the text, in order, not overlapping; their metadata as a document's."""
+    if doc.source_line_offset < 0 or doc.source_char_offset < 0:
+        raise InvalidArgument(f"{where} source offsets must not be negative")
+    if len(doc.sections) > MAX_SECTIONS:
+        raise InvalidArgument(f"{where} has {len(doc.sections)} sections; the limit is {MAX_SECTIONS}")
+    previous = 0
+    for i, section in enumerate(doc.sections):
+        if not previous <= section.start <= section.end <= len(doc.text):
+            raise InvalidArgument(f"{where} sections[{i}] [{section.start}, {section.end}) is not inside the "
+                                  f"text ({len(doc.text)} characters) after the section before it (ends at {previous})")
+        if len(section.heading) > MAX_TITLE_CHARS:
+            raise InvalidArgument(f"{where} sections[{i}] heading is {len(section.heading)} characters; "
+                                  f"the limit is {MAX_TITLE_CHARS}")
+        check_metadata({**doc.metadata, **section.metadata}, f"{where} sections[{i}]")
+        previous = section.end

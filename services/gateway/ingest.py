@@ -25,22 +25,14 @@ from hybridsearch.common.config import Settings
 from hybridsearch.common.hashed_terms import HashedTerms, hashes_terms
 from hybridsearch.common.sealing import CollectionSeal, Sealer
 from hybridsearch.common.telemetry import tracer
-from hybridsearch.common.limits import (
-    MAX_DOCUMENTS,
-    MAX_SECTIONS,
-    MAX_TEXT_CHARS,
-    MAX_TITLE_CHARS,
-    STORE_UPSERT_BYTES,
-    human_bytes,
-)
+from hybridsearch.common.limits import MAX_DOCUMENTS, STORE_UPSERT_BYTES, human_bytes
 from hybridsearch.common.validation import (
     InvalidArgument,
     Refusal,
     abort_invalid,
     check_collection,
-    check_doc_id,
     check_doc_ids,
-    check_metadata,
+    check_document,
 )
 from hybridsearch.gateway.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
@@ -141,36 +133,9 @@ def validate_documents(documents) -> list[ingest_pb2.Document]:
         raise InvalidArgument(f"at most {MAX_DOCUMENTS} documents a request, got {len(documents)}")
     latest: dict[str, ingest_pb2.Document] = {}
     for i, doc in enumerate(documents):
-        check_doc_id(doc.id)
-        where = f"documents[{i}] ({doc.id!r})"
-        if not doc.text.strip() and not doc.title.strip():
-            raise InvalidArgument(f"{where} has neither title nor text")
-        if len(doc.text) > MAX_TEXT_CHARS:
-            raise InvalidArgument(f"{where} text is {len(doc.text)} characters; the limit is {MAX_TEXT_CHARS}")
-        if len(doc.title) > MAX_TITLE_CHARS:
-            raise InvalidArgument(f"{where} title is {len(doc.title)} characters; the limit is {MAX_TITLE_CHARS}")
-        check_metadata(doc.metadata, where)
-        check_sections(doc, where)
+        check_document(doc, f"documents[{i}] ({doc.id!r})")
         latest[doc.id] = doc  # a document repeated in one request: the last copy wins
     return list(latest.values())
-
-
-def check_sections(doc: ingest_pb2.Document, where: str) -> None:
-    """A reader's sections: inside the text, in order, not overlapping; their metadata as a document's."""
-    if doc.source_line_offset < 0 or doc.source_char_offset < 0:
-        raise InvalidArgument(f"{where} source offsets must not be negative")
-    if len(doc.sections) > MAX_SECTIONS:
-        raise InvalidArgument(f"{where} has {len(doc.sections)} sections; the limit is {MAX_SECTIONS}")
-    previous = 0
-    for i, section in enumerate(doc.sections):
-        if not previous <= section.start <= section.end <= len(doc.text):
-            raise InvalidArgument(f"{where} sections[{i}] [{section.start}, {section.end}) is not inside the "
-                                  f"text ({len(doc.text)} characters) after the section before it (ends at {previous})")
-        if len(section.heading) > MAX_TITLE_CHARS:
-            raise InvalidArgument(f"{where} sections[{i}] heading is {len(section.heading)} characters; "
-                                  f"the limit is {MAX_TITLE_CHARS}")
-        check_metadata({**doc.metadata, **section.metadata}, f"{where} sections[{i}]")
-        previous = section.end
 
 
 def store_failure(results: list, what: str = "write") -> Refusal | None:

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import grpc
-from aiorwlock import RWLock
 from redis.exceptions import RedisError
 
 from hybridsearch.common import metrics
+from hybridsearch.common.gates import CollectionGates
 from hybridsearch.common.holds import hold_key
 from hybridsearch.common.validation import Refusal
 
@@ -66,20 +66,15 @@ class WriteOrder:
 
     def __init__(self, client) -> None:
         self.redis = client
-        self._locks: dict[str, RWLock] = {}
+        self.local = CollectionGates()  # this gateway's writes of a collection together, its drop alone
         self._warned = 0.0
         self._down_until = 0.0  # after Redis failed to answer, not asked again until then (no connect timeout a write)
-
-    def _lock(self, collection: str) -> RWLock:
-        if (lock := self._locks.get(collection)) is None:
-            lock = self._locks[collection] = RWLock()
-        return lock
 
     @asynccontextmanager
     async def dropping(self, collection: str) -> AsyncIterator[None]:
         """The drop of `collection` (the caller holds it in Redis): alone among this gateway's writes, and
         counted in the epoch before and after, so that the writes of other gateways see it."""
-        async with self._lock(collection).writer_lock:
+        async with self.local.dropping(collection):
             await self.redis.incr(epoch_key(collection))
             try:
                 yield
@@ -90,7 +85,7 @@ class WriteOrder:
         """`attempt()` (one idempotent write to both stores) until one runs clear of drops; its result.
         `deadline`: time.monotonic() by which to give up waiting for a drop (a Refusal, UNAVAILABLE)."""
         for attempts in range(1, MAX_ATTEMPTS + 1):
-            async with self._lock(collection).reader_lock:
+            async with self.local.using(collection):
                 seen = await self._seen(collection)
                 if seen is None or not seen.dropping:
                     result = await attempt()

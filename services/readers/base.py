@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +15,10 @@ from hybridsearch.common.limits import MAX_DOC_ID_CHARS, MAX_METADATA_BYTES, MAX
 from hybridsearch.common.validation import FIELD_NAME
 from hybridsearch.v1 import ingest_pb2
 
-SAFE_ID = re.compile(r"[^\w./-]+")
+# A character an id keeps as it is; every other one (whitespace, '#', '%', control characters, ...) is written
+# as its UTF-8 bytes in %XX, as URLs do, so two names never give one id and `unquote` gives the name back.
+ESCAPED = re.compile(r"[^\w./-]")
+HASHED_TAIL = 17  # an id too long for the stores: its head, "~" and 16 hex digits of the whole name's sha256
 NOT_KEY = re.compile(r"[^A-Za-z0-9_-]+")
 
 
@@ -34,7 +39,7 @@ class SourceFile:
 
     @property
     def doc_id(self) -> str:
-        return SAFE_ID.sub("_", self.rel)[:MAX_DOC_ID_CHARS]
+        return escaped_id(self.rel)
 
     def text(self) -> str:
         return self.path.read_text(encoding="utf-8", errors="replace")
@@ -44,6 +49,17 @@ class SourceFile:
         modified = dt.datetime.fromtimestamp(self.path.stat().st_mtime, dt.UTC).isoformat(timespec="seconds")
         return {"path": self.rel, "type": self.suffix.lstrip("."), "folder": self.path.parent.relative_to(self.root).as_posix(),
                 "modified": modified}
+
+
+def escaped_id(name: str) -> str:
+    """A document id made from a name (a relative path, a JSON record's id): reversible (urllib.parse.unquote)
+    while it fits the stores' MAX_DOC_ID_CHARS; a longer one is cut and ends in a hash of the whole name, so
+    that two long names sharing a head still differ."""
+    escaped = ESCAPED.sub(lambda m: urllib.parse.quote(m.group(), safe="", errors="surrogateescape"), name)
+    if len(escaped) <= MAX_DOC_ID_CHARS:
+        return escaped
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:HASHED_TAIL - 1]
+    return f"{escaped[:MAX_DOC_ID_CHARS - HASHED_TAIL]}~{digest}"
 
 
 class Reader(Protocol):

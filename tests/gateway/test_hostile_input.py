@@ -47,12 +47,13 @@ pytestmark = pytest.mark.stack
 DEADLINE_S = 10.0
 ALLOWED = {grpc.StatusCode.OK, grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED}
 SEARCH = "/hybridsearch.v1.SearchService/Search"
-# A search of a well-formed collection name that no store holds is NOT_FOUND naming it (gateway/catalog.py).
-ALLOWED_BY_RPC = {SEARCH: ALLOWED | {grpc.StatusCode.NOT_FOUND}}
 UPSERT = "/hybridsearch.v1.IngestService/Upsert"
 STREAM = "/hybridsearch.v1.IngestService/UpsertStream"
 DELETE = "/hybridsearch.v1.IngestService/Delete"
 STATS = "/hybridsearch.v1.IngestService/Stats"
+# A search or the stats of a well-formed collection name that no store holds is NOT_FOUND naming it
+# (gateway/catalog.py).
+ALLOWED_BY_RPC = {rpc: ALLOWED | {grpc.StatusCode.NOT_FOUND} for rpc in (SEARCH, STATS)}
 BAD_UTF8 = b"\x0a\x02\xff\xfe"  # field 1, a string in every request, holding invalid UTF-8
 CASES = int(os.environ.get("HYBRIDSEARCH_FUZZ_CASES", "2000"))
 COUNTS: Counter = Counter()

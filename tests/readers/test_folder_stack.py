@@ -108,3 +108,68 @@ def test_bad_return_metadata_and_context_are_invalid_argument(indexed, gateway):
         with pytest.raises(HybridSearchError) as err:
             gateway.search(search_request("x", collection="readers-a", **options))
         assert err.value.code().name == "INVALID_ARGUMENT" and message in err.value.details()
+
+
+# Every file offered is indexed or skipped with its reason (issue 32): through `hybridsearch index` and the
+# real gateway, a folder of the cases that were lost or refused silently, or that failed the whole folder.
+
+def run_index(stack, *args: str) -> subprocess.CompletedProcess:
+    with client_environment(stack):
+        env = dict(os.environ)
+    return subprocess.run([sys.executable, "-m", "hybridsearch.cli", "index", *args], env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def hostile_folder(tmp_path_factory):
+    root, outside = tmp_path_factory.mktemp("hostile"), tmp_path_factory.mktemp("outside")
+    files = {"new\nline.md": "# Newline\n\nThe file whose name holds a newline.",
+             "new_line_.md": "# Underscores\n\nThe real file beside it.",
+             "good.md": "# Good\n\nA good file the bad ones must not take down.",
+             "title.md": "---\ntitle: " + "t" * 2000 + "\n---\n\nBody under a title over the limit.",
+             "log.jsonl": '{"id": "l1", "text": "first line"}\n{broken\n{"id": "l3", "text": "third line"}\n'}
+    for name, text in files.items():
+        (root / name).write_text(text)
+    (root / "big.html").write_text("<p>" + "word " * 1_000_000 + "</p>")  # 5 MB on one line
+    (root / "noise.md").write_bytes(bytes(range(256)) * 256)  # 64 KiB of binary named .md
+    (outside / "secret.md").write_text("# Secret\n\nOutside the folder.")
+    (root / "link.md").symlink_to(outside / "secret.md")
+    return root
+
+
+def test_a_folder_of_bad_files_indexes_the_good_ones_and_says_why_each_other_was_skipped(stack, gateway,
+                                                                                         hostile_folder):
+    result = run_index(stack, str(hostile_folder), "-c", "folder-hostile")
+    out = result.stdout + result.stderr
+    assert result.returncode == 3, out  # indexed, some skipped
+    assert "Traceback" not in out
+    assert "5 not indexed" in out and "binary 1" in out and "over a limit 2" in out
+    assert "symlink leaving the folder 1" in out and "bad JSON line 1" in out
+    assert "log.jsonl line 2" in out and "noise.md" in out and "big.html" in out and "title.md" in out
+    got = gateway.get_documents("folder-hostile", ["new%0Aline.md", "new_line_.md", "good.md", "l1", "l3",
+                                                   "link.md", "noise.md", "big.html", "title.md"])
+    assert sorted(d.id for d in got.documents) == ["good.md", "l1", "l3", "new%0Aline.md", "new_line_.md"]
+    assert sorted(got.missing) == ["big.html", "link.md", "noise.md", "title.md"]
+    texts = {d.id: d.text for d in got.documents}
+    assert "newline" in texts["new%0Aline.md"] and "real file" in texts["new_line_.md"]  # neither replaced the other
+
+
+def test_follow_symlinks_indexes_the_link_and_dry_run_writes_nothing(stack, gateway, hostile_folder):
+    dry = run_index(stack, str(hostile_folder), "-c", "folder-dry", "--dry-run", "--follow-symlinks")
+    assert dry.returncode == 3 and "dry run: 6 documents from 5 files would be indexed" in dry.stdout + dry.stderr
+    assert "symlink" not in dry.stdout + dry.stderr
+    from hybridsearch.client import NotFound
+    with pytest.raises(NotFound):
+        gateway.stats("folder-dry")
+    followed = run_index(stack, str(hostile_folder), "-c", "folder-followed", "--follow-symlinks",
+                         "--include", "link.md")
+    assert followed.returncode == 0, followed.stdout + followed.stderr
+    assert [d.id for d in gateway.get_documents("folder-followed", ["link.md"]).documents] == ["link.md"]
+
+
+def test_a_field_map_no_record_has_is_counted_and_fails(stack, tmp_path):
+    (tmp_path / "papers.jsonl").write_text('{"id": "p1", "body": "x"}\n{"id": "p2", "body": "y"}\n')
+    result = run_index(stack, str(tmp_path), "-c", "folder-fieldmap", "--field-map", "text=abstract")
+    out = result.stdout + result.stderr
+    assert result.returncode == 1, out
+    assert "2 not indexed: no text 2" in out and "abstract" in out and "nothing to index" in out

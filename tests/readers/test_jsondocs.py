@@ -13,9 +13,12 @@ def test_default_fields_of_a_list_and_of_lines(tmp_path):
         {"id": "empty", "team": "x"},  # neither title nor text: not a document
     ]))
     (tmp_path / "log.jsonl").write_text('{"_id": "e1", "text": "Disk full", "metadata": {"severity": "high"}, "x": 1}\n\n')
-    docs = list(JsonReader().read(SourceFile(tmp_path / "faq.json", tmp_path)))
+    reader = JsonReader()
+    docs = list(reader.read(SourceFile(tmp_path / "faq.json", tmp_path)))
     assert [(d.id, d.title, d.text) for d in docs] == [("q1", "Reset password", "Use the link."),
                                                        ("faq.json:1", "No id", "Second record.")]
+    [skip] = reader.skips  # said, not silently dropped
+    assert skip.where == "faq.json record 3" and skip.reason.startswith("no text") and not skip.bad_json
     assert dict(docs[0].metadata)["team"] == "support" and dict(docs[0].metadata)["tags"] == "auth, ui"
     [line] = JsonReader().read(SourceFile(tmp_path / "log.jsonl", tmp_path))
     meta = dict(line.metadata)
