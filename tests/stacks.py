@@ -31,6 +31,9 @@ STACK_ENV = {
     # Metrics endpoints are tested in tests/observability on ports of their own; off here, so test
     # stacks never take 9464.. from a `make run` on the same machine.
     "HYBRIDSEARCH_METRICS_PORT": "0",
+    # Snapshots into s3:// go to a moto_server on this port (tests/snapshots: started by the test that needs it).
+    "HYBRIDSEARCH_SNAPSHOTS__S3_ENDPOINT_URL": "http://127.0.0.1:25900",
+    "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
     # Collections that declare features; every other collection keeps the defaults, which change nothing.
     # tagged, boosted: tests/gateway/legs/test_tag.py, tests/gateway/test_boosts.py; docs-de: German analysis
     # (tests/gateway/test_languages_stack.py); graph collections: tests/gateway/test_graph.py.

@@ -336,6 +336,19 @@ def chart_schema() -> dict:
             },
             ["enabled", "schedule", "collections"],
         ),
+        "snapshots": obj(
+            {
+                "enabled": {"type": "boolean"},
+                "schedule": {"type": "string", "minLength": 9},
+                "collections": {"type": "array", "items": {"type": "string", "pattern": f"^{COLLECTION_NAME.pattern}$"}},
+                "repository": {"type": "string", "pattern": "^(s3://[a-z0-9][a-z0-9.-]{2,62}(/.*)?)?$"},
+                "keep": {"type": "integer", "minimum": 1},
+                "apiKeySecret": obj({"name": {"type": "string"}, "key": {"type": "string", "minLength": 1}}),
+                "activeDeadlineSeconds": {"type": "integer", "minimum": 60},
+                "resources": {"$ref": "#/definitions/resources"},
+            },
+            ["enabled", "schedule", "collections", "keep"],
+        ),
         "triton": obj(
             {
                 "enabled": {"type": "boolean"},

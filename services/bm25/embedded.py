@@ -343,6 +343,17 @@ class EmbeddedBm25Engine(FolderCollections):
             return []
         return await asyncio.to_thread(self._collection(collection).chunks_of, doc_ids)
 
+    def _capture(self, name: str, folder: Path) -> None:
+        """SQLite's online backup of the store (consistent, under the collection's writer lock)."""
+        opened = self._collection(name)
+        folder.mkdir(parents=True)
+        with opened.lock:
+            target = sqlite3.connect(folder / self.MARKER)
+            try:
+                opened.db.backup(target)
+            finally:
+                target.close()
+
     def _close(self, opened: _Collection) -> None:
         with opened.lock:  # a write or rebuild in progress ends first
             opened.db.close()

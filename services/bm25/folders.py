@@ -5,9 +5,12 @@ engine's own `_close`: a write in progress ends first) and removes its folder.""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import threading
 from pathlib import Path
+
+from hybridsearch.common.stores import CollectionExists
 
 
 class FolderCollections:
@@ -49,3 +52,24 @@ class FolderCollections:
 
     def _close(self, opened) -> None:
         raise NotImplementedError
+
+    async def capture(self, collection: str, folder: Path) -> bool:
+        if not self._exists(collection):
+            return False
+        await self._settle(collection)  # the writes handed over are in
+        await asyncio.to_thread(self._capture, collection, folder)
+        return True
+
+    def _capture(self, name: str, folder: Path) -> None:
+        raise NotImplementedError
+
+    async def install(self, collection: str, folder: Path) -> None:
+        await asyncio.to_thread(self._install, collection, folder)
+
+    def _install(self, name: str, folder: Path) -> None:
+        with self._open_lock:
+            target = self.root / name
+            if self._exists(name) or target.exists():
+                raise CollectionExists(f"{self.name} already holds collection {name!r}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(folder, target)  # one step: the collection is there whole, or not at all

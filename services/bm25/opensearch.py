@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from pathlib import Path
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -53,6 +54,7 @@ from hybridsearch.common.validation import COLLECTION_NAME
 from hybridsearch.common.stores import (
     LISTED_FIELDS,
     refuse_sealed,
+    SnapshotsUnsupported,
     EngineStats,
     EngineUnavailable,
     UpsertResult,
@@ -548,6 +550,14 @@ class OpenSearchBm25Engine:
         found = await self._call("list indices", lambda: self.client.indices.get(index=f"{self.index_prefix}*"))
         names = (index[len(self.index_prefix):] for index in found if index.startswith(self.index_prefix))
         return sorted(name for name in names if COLLECTION_NAME.fullmatch(name))
+
+    async def capture(self, collection: str, folder: Path) -> bool:
+        raise SnapshotsUnsupported(f"{self.name}: snapshots of an OpenSearch store are not wired: OpenSearch takes "
+                                   "its own (PUT _snapshot/<repository>/<snapshot>); the embedded engines snapshot "
+                                   "through hybridsearch")
+
+    async def install(self, collection: str, folder: Path) -> None:
+        await self.capture(collection, folder)
 
     async def drop(self, collection: str) -> bool:
         if not await self._exists(collection):

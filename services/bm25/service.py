@@ -11,7 +11,7 @@ from hybridsearch.bm25.engine import LexicalEngine
 from hybridsearch.common.collections import collection_config
 from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.server import serve
-from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search, trim_texts
+from hybridsearch.common.store_servicer import StoreServicerMixin, StoreSnapshotsMixin, check_leg_search, trim_texts
 from hybridsearch.common.stores import EngineUnavailable
 from hybridsearch.common.limits import MAX_QUERY_CHARS
 from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection
@@ -70,7 +70,7 @@ def build_engine(settings: Settings) -> LexicalEngine:
     raise ValueError(f"unknown bm25 engine {cfg.engine!r} (embedded | bm25s | opensearch)")
 
 
-class Bm25Servicer(StoreServicerMixin, bm25_pb2_grpc.Bm25ServiceServicer):
+class Bm25Servicer(StoreServicerMixin, StoreSnapshotsMixin, bm25_pb2_grpc.Bm25ServiceServicer):
     def __init__(self, engine: LexicalEngine) -> None:
         self.engine = engine
 

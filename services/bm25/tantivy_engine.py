@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import shutil
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -316,6 +318,30 @@ class _Collection:
             self.index.reload()
         return results
 
+    def capture(self, path: Path, folder: Path) -> None:
+        """The committed index into `folder`: meta.json and .managed.json copied, the segment files it names
+        hard-linked (tantivy never changes a segment file; a merge makes new ones, so a link keeps the old
+        one whole however the index goes on). Under the writer's lock, so no commit of ours runs meanwhile; a
+        merge may commit and collect the old segments between reading meta.json and linking its files: then
+        it is read again."""
+        with self.lock:
+            for _ in range(20):
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir(parents=True)
+                meta = (path / "meta.json").read_bytes()
+                segments = {s["segment_id"].replace("-", "") for s in orjson.loads(meta)["segments"]}
+                try:
+                    for file in path.iterdir():
+                        if file.name.split(".", 1)[0] in segments:
+                            os.link(file, folder / file.name)
+                except FileNotFoundError:
+                    continue
+                (folder / "meta.json").write_bytes(meta)
+                if (path / ".managed.json").exists():
+                    shutil.copyfile(path / ".managed.json", folder / ".managed.json")
+                return
+        raise EngineUnavailable(f"{path}: merges kept replacing the segments while they were taken; try again")
+
     def close(self) -> None:
         with self.lock:
             if not self.closed:
@@ -422,6 +448,9 @@ class TantivyBm25Engine(FolderCollections):
 
     def _close(self, opened: _Collection) -> None:
         opened.close()  # waits for its writer: a commit in progress ends before the files go
+
+    def _capture(self, name: str, folder: Path) -> None:
+        self._collection(name).capture(self.root / name, folder)
 
     async def close(self):
         for c in self._collections.values():

@@ -3,6 +3,7 @@ methods on both; request builders in client.requests; typed errors in client.err
 
 from hybridsearch.client.aio import AsyncGatewayClient
 from hybridsearch.client.errors import (
+    AlreadyExists,
     FailedPrecondition,
     HybridSearchError,
     InvalidArgument,
@@ -16,7 +17,7 @@ from hybridsearch.client.requests import EFFORTS, MODES, Not, document, explain_
 from hybridsearch.client.sync import GatewayClient
 
 __all__ = [
-    "AsyncGatewayClient", "EFFORTS", "FailedPrecondition", "GatewayClient", "HybridSearchError", "InvalidArgument",
+    "AlreadyExists", "AsyncGatewayClient", "EFFORTS", "FailedPrecondition", "GatewayClient", "HybridSearchError", "InvalidArgument",
     "MODES", "Not", "NotFound", "ResourceExhausted", "Retryable", "Unauthenticated", "Unavailable", "document", "explain_lines",
     "search_request", "upsert_requests",
 ]

@@ -53,6 +53,12 @@ class FailedPrecondition(HybridSearchError):
     code_ = grpc.StatusCode.FAILED_PRECONDITION
 
 
+class AlreadyExists(HybridSearchError):
+    """A restore into a collection that exists."""
+
+    code_ = grpc.StatusCode.ALREADY_EXISTS
+
+
 class Unavailable(Retryable):
     code_ = grpc.StatusCode.UNAVAILABLE
 
@@ -73,7 +79,7 @@ class Cancelled(HybridSearchError):
 
 ERRORS: dict[grpc.StatusCode, type[HybridSearchError]] = {
     cls.code_: cls for cls in (InvalidArgument, NotFound, Unauthenticated, PermissionDenied, FailedPrecondition,
-                               Unavailable, ResourceExhausted, DeadlineExceeded, Cancelled)
+                               AlreadyExists, Unavailable, ResourceExhausted, DeadlineExceeded, Cancelled)
 }
 
 

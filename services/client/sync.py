@@ -31,10 +31,13 @@ from hybridsearch.v1 import (
     ingest_pb2_grpc,
     search_pb2,
     search_pb2_grpc,
+    snapshots_pb2,
+    snapshots_pb2_grpc,
 )
 
 SEARCH_TIMEOUT_S = 60.0
 WRITE_TIMEOUT_S = 900.0  # one batch: chunked, embedded and written to both stores before the answer
+SNAPSHOT_TIMEOUT_S = 3600.0  # a snapshot or a restore: every file of the collection read or written
 
 
 def _call(method, request, timeout: float | None):
@@ -53,6 +56,7 @@ class GatewayClient:
         self.search_stub = search_pb2_grpc.SearchServiceStub(self.channel)
         self.ingest_stub = ingest_pb2_grpc.IngestServiceStub(self.channel)
         self.collections_stub = collections_pb2_grpc.CollectionServiceStub(self.channel)
+        self.snapshots_stub = snapshots_pb2_grpc.SnapshotServiceStub(self.channel)
 
     def search(self, query: str | search_pb2.SearchRequest, *, timeout: float = SEARCH_TIMEOUT_S,
                **options) -> search_pb2.SearchResponse:
@@ -106,6 +110,27 @@ class GatewayClient:
         there was one). FailedPrecondition while a reconcile holds it."""
         request = collections_pb2.DropCollectionRequest(collection=collection)
         return _call(self.collections_stub.DropCollection, request, timeout)
+
+    def create_snapshot(self, collection: str, repository: str = "",
+                        timeout: float = SNAPSHOT_TIMEOUT_S) -> snapshots_pb2.SnapshotInfo:
+        """A snapshot of the collection in `repository` (a folder, s3://bucket/prefix; empty: the deployment's);
+        admin keys only. Its `location` is what restore_snapshot and delete_snapshot take."""
+        request = snapshots_pb2.CreateSnapshotRequest(collection=collection, repository=repository)
+        return _call(self.snapshots_stub.CreateSnapshot, request, timeout).snapshot
+
+    def list_snapshots(self, collection: str = "", repository: str = "",
+                       timeout: float = SEARCH_TIMEOUT_S) -> snapshots_pb2.ListSnapshotsResponse:
+        request = snapshots_pb2.ListSnapshotsRequest(collection=collection, repository=repository)
+        return _call(self.snapshots_stub.ListSnapshots, request, timeout)
+
+    def restore_snapshot(self, location: str, collection: str = "",
+                         timeout: float = SNAPSHOT_TIMEOUT_S) -> snapshots_pb2.RestoreSnapshotResponse:
+        """The snapshot restored as `collection` (default: its own name), which must not exist."""
+        request = snapshots_pb2.RestoreSnapshotRequest(location=location, collection=collection)
+        return _call(self.snapshots_stub.RestoreSnapshot, request, timeout)
+
+    def delete_snapshot(self, location: str, timeout: float = SNAPSHOT_TIMEOUT_S) -> snapshots_pb2.DeleteSnapshotResponse:
+        return _call(self.snapshots_stub.DeleteSnapshot, snapshots_pb2.DeleteSnapshotRequest(location=location), timeout)
 
     def close(self) -> None:
         self.channel.close()

@@ -35,7 +35,7 @@ from typing import Literal
 
 import yaml
 
-Operation = Literal["read", "write"]
+Operation = Literal["read", "write", "admin"]  # admin: every collection, admin keys only (snapshots)
 KEY_PATTERN = re.compile(r"^hs_([0-9a-f]{8})_([A-Za-z0-9_-]{43})$")
 PATTERN = re.compile(r"^(\*|[a-z0-9][a-z0-9_-]{0,62}\*?)$")
 TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -86,6 +86,8 @@ class KeyEntry:
     def may(self, operation: Operation, collection: str) -> bool:
         if self.role == "admin":
             return True
+        if operation == "admin":
+            return False
         patterns = self.read if operation == "read" else self.write
         return any(matches(p, collection) for p in patterns)
 

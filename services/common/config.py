@@ -374,6 +374,16 @@ class TlsSettings(BaseModel):
     gateway_client_auth: bool = False
 
 
+class SnapshotSettings(BaseModel):
+    """Where snapshots go (hybridsearch.snapshots, docs/operations.md): a folder, or `s3://bucket/prefix` read and
+    written by every store service and the gateway with boto3 (credentials from AWS's usual variables or the
+    pod's role). Unset: data_dir/snapshots/repository."""
+
+    repository: str = ""
+    s3_endpoint_url: str | None = None  # another S3-API server than AWS's (MinIO, moto in the tests)
+    s3_region: str = "us-east-1"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="HYBRIDSEARCH_", env_nested_delimiter="__", extra="ignore")
 
@@ -393,6 +403,7 @@ class Settings(BaseSettings):
     auth: AuthSettings = Field(default_factory=AuthSettings)
     tls: TlsSettings = Field(default_factory=TlsSettings)
     sealing: SealingSettings = Field(default_factory=SealingSettings)
+    snapshots: SnapshotSettings = Field(default_factory=SnapshotSettings)
     # The API key clients (CLI, GatewayClient, loadtest) send; unset: data_dir/auth/admin.key when present.
     api_key: SecretStr | None = None
     # One deadline for the whole query path; legs get what is left of it. THOROUGH waits for an LLM.

@@ -6,11 +6,19 @@ from collections.abc import AsyncIterator, Awaitable
 from functools import cached_property
 from typing import TypeVar
 
+import asyncio
+import logging
+import re
+import shutil
+import time
+from pathlib import Path
+
 import grpc
 
+from hybridsearch.common.config import get_settings
 from hybridsearch.common.gates import CollectionGates
 from hybridsearch.common.limits import MAX_CHUNKS_PER_REQUEST, MAX_LEG_LIMIT, MAX_LEG_QUERIES
-from hybridsearch.common.stores import EngineUnavailable
+from hybridsearch.common.stores import CollectionExists, EngineUnavailable, SnapshotsUnsupported
 from hybridsearch.common.validation import (
     FIELD_NAME,
     InvalidArgument,
@@ -23,6 +31,9 @@ from hybridsearch.common.validation import (
 )
 from hybridsearch.v1 import common_pb2, stores_pb2
 
+log = logging.getLogger(__name__)
+SNAPSHOT_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
+STALE_STAGING_S = 6 * 3600  # a staging folder this old was left by a snapshot that died: removed at the next one
 MAX_METADATA_FIELDS = 64  # metadata keys a leg search may ask back with its hits (boosts, tags, the fields hits show)
 
 LIST_PAGE = 5000  # documents per ListDocuments page (~80 bytes each)
@@ -218,8 +229,106 @@ class StoreServicerMixin:
         except InvalidArgument as err:
             await abort_invalid(context, err)
         async with self.gates.dropping(collection):  # alone: the calls inside end first, the later ones wait
+            if isinstance(self, StoreSnapshotsMixin):  # what a restore cut short had staged goes too
+                await asyncio.to_thread(shutil.rmtree, self._restoring(collection), True)
             if collection not in await self._call_engine(context, self.engine.collections()):
                 return stores_pb2.DropStoreCollectionResponse(dropped=False)
             stats = await self._call_engine(context, self.engine.stats(collection))
             dropped = await self._call_engine(context, self.engine.drop(collection))
         return stores_pb2.DropStoreCollectionResponse(dropped=dropped, documents=stats.documents, chunks=stats.chunks)
+
+
+class StoreSnapshotsMixin:
+    """A store's part of snapshots and restores (hybridsearch.snapshots): needs `self.engine` with capture/install
+    and `self.gates` (StoreServicerMixin). Staging folders live on the engine's disk, under
+    data_dir/snapshots/work/<engine>/, so that a restored collection moves into place in one rename."""
+
+    @property
+    def _work(self) -> Path:
+        return get_settings().data_dir / "snapshots" / "work" / self.engine.name
+
+    def _restoring(self, collection: str) -> Path:
+        return self._work / "restoring" / collection
+
+    async def SnapshotCollection(self, request: stores_pb2.SnapshotStoreRequest,
+                                 context: grpc.aio.ServicerContext) -> AsyncIterator[stores_pb2.SnapshotStoreProgress]:
+        from hybridsearch.snapshots.repository import RepositoryError, open_repository, upload_folder
+
+        try:
+            collection = check_collection(request.collection)
+            if not SNAPSHOT_ID.fullmatch(request.snapshot_id):
+                raise InvalidArgument(f"snapshot_id {request.snapshot_id[:80]!r} is not [A-Za-z0-9_.-]{{1,200}}")
+            repo = open_repository(request.repository, get_settings())
+        except (InvalidArgument, RepositoryError) as err:
+            await abort_invalid(context, InvalidArgument(str(err)))
+        staging = self._work / "staging" / request.snapshot_id
+        await asyncio.to_thread(remove_stale, self._work / "staging")
+        try:
+            async with self.gates.using(collection):  # searches go on; the gateway holds the writes
+                held = await self._snapshot_call(context, self.engine.capture(collection, staging))
+                stats = await self._snapshot_call(context, self.engine.stats(collection)) if held else None
+            if not held:
+                await context.abort(grpc.StatusCode.NOT_FOUND, f"{self.engine.name} holds no collection {collection!r}")
+            yield stores_pb2.SnapshotStoreProgress(captured=True, documents=stats.documents, chunks=stats.chunks,
+                                                   engine=self.engine.name, details=stats.details)
+            try:
+                files, written = await asyncio.to_thread(upload_folder, repo, staging)
+            except RepositoryError as err:
+                await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
+            yield stores_pb2.SnapshotStoreProgress(
+                files=[stores_pb2.SnapshotFile(path=f.path, size=f.size, sha256=f.sha256, pieces=f.pieces) for f in files],
+                bytes_written=written)
+        finally:
+            await asyncio.to_thread(shutil.rmtree, staging, True)
+
+    async def _snapshot_call(self, context, call):
+        try:
+            return await self._call_engine(context, call)
+        except SnapshotsUnsupported as err:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, str(err))
+
+    async def RestoreCollection(self, request: stores_pb2.RestoreStoreRequest,
+                                context: grpc.aio.ServicerContext) -> stores_pb2.RestoreStoreResponse:
+        from hybridsearch.snapshots.manifest import StoredFile
+        from hybridsearch.snapshots.repository import RepositoryError, download_files, open_repository
+
+        try:
+            collection = check_collection(request.collection)
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        staging = self._restoring(collection)
+        phase = request.phase
+        if phase == stores_pb2.RESTORE_PHASE_PREPARE:
+            files = [StoredFile(path=f.path, size=f.size, sha256=f.sha256, pieces=list(f.pieces)) for f in request.files]
+            try:
+                repo = open_repository(request.repository, get_settings())
+                written = await asyncio.to_thread(download_files, repo, files, staging, f"{self.engine.name} {collection}")
+            except RepositoryError as err:
+                await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(err))
+            return stores_pb2.RestoreStoreResponse(bytes_written=written)
+        if phase == stores_pb2.RESTORE_PHASE_COMMIT:
+            async with self.gates.dropping(collection):  # nothing else on the collection while it moves in
+                if not staging.exists():
+                    if collection in await self._call_engine(context, self.engine.collections()):
+                        return stores_pb2.RestoreStoreResponse(installed=True)  # committed by a run that was cut short
+                    await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                        f"{self.engine.name}: nothing is prepared for collection {collection!r}")
+                try:
+                    await self._snapshot_call(context, self.engine.install(collection, staging))
+                except CollectionExists as err:
+                    await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(err))
+            return stores_pb2.RestoreStoreResponse(installed=True)
+        if phase == stores_pb2.RESTORE_PHASE_ABORT:
+            await asyncio.to_thread(shutil.rmtree, staging, True)
+            return stores_pb2.RestoreStoreResponse()
+        await abort_invalid(context, InvalidArgument("phase must be PREPARE, COMMIT or ABORT"))
+
+
+def remove_stale(folder: Path) -> None:
+    """Staging folders left by snapshots that died (older than STALE_STAGING_S)."""
+    if not folder.is_dir():
+        return
+    for entry in folder.iterdir():
+        if time.time() - entry.stat().st_mtime > STALE_STAGING_S:
+            log.info("removing %s, left by a snapshot that did not finish", entry)
+            shutil.rmtree(entry, ignore_errors=True)

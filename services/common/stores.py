@@ -33,6 +33,14 @@ class EngineStats:
     details: dict[str, str] = field(default_factory=dict)
 
 
+class SnapshotsUnsupported(RuntimeError):
+    """An engine whose own snapshot API is not wired (OpenSearch's _snapshot, Qdrant server's snapshots)."""
+
+
+class CollectionExists(RuntimeError):
+    """A restore into a collection the engine already holds."""
+
+
 class EngineUnavailable(RuntimeError):
     """An engine could not give a complete answer (cluster down, failed shards, timeout): UNAVAILABLE,
     which the gateway reports as a failed leg and a degraded answer, and a writer retries."""

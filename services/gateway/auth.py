@@ -47,6 +47,11 @@ METHOD_OPERATIONS: dict[str, Operation] = {
     "/hybridsearch.v1.CollectionService/GetDocuments": "read",
     "/hybridsearch.v1.CollectionService/ListCollections": "read",  # lists only what the key may read
     "/hybridsearch.v1.CollectionService/DropCollection": "write",
+    # Snapshots read and write whole collections, a restore under any name: admin keys only.
+    "/hybridsearch.v1.SnapshotService/CreateSnapshot": "admin",
+    "/hybridsearch.v1.SnapshotService/ListSnapshots": "admin",
+    "/hybridsearch.v1.SnapshotService/RestoreSnapshot": "admin",
+    "/hybridsearch.v1.SnapshotService/DeleteSnapshot": "admin",
 }
 CODES = {"unauthenticated": grpc.StatusCode.UNAUTHENTICATED, "permission_denied": grpc.StatusCode.PERMISSION_DENIED}
 
@@ -114,6 +119,10 @@ class ApiKeyInterceptor(grpc.aio.ServerInterceptor):
         operation = METHOD_OPERATIONS.get(method)
         if operation is None or not (handler.unary_unary or handler.stream_unary):
             return _refused(handler, grpc.StatusCode.PERMISSION_DENIED, f"{short} has no access rule")
+        if operation == "admin" and entry.role != "admin":  # whatever the request names, or none
+            log.info("%s refused: key %s is not an admin key", short, entry.id)
+            return _refused(handler, grpc.StatusCode.PERMISSION_DENIED,
+                            f"API key {entry.id} (tenant {entry.tenant!r}) may not call {short}: admin keys only")
         return _checked(handler, _collection_check(entry, operation, short))
 
 

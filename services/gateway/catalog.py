@@ -1,7 +1,7 @@
 """Which collections exist, and what each one is: a collection exists once a store holds it (a write
 created it). Both stores are asked (StoreCollections); a collection either holds exists.
 
-Searches ask `missing` before they run: a name the stores do not hold is NOT_FOUND (one collection) or a
+Searches ask `missing` before they run: a name the stores do not hold, or one a restore is moving in, is NOT_FOUND (one collection) or a
 notice (several; gateway/search.py). Names found are remembered for KNOWN_TTL_S, so a collection in use
 costs one look-up per that long, not one per search; `forget` ends that at once (a drop). When a store does
 not answer the name counts as existing: an outage stays a failed leg, never a NOT_FOUND.
@@ -15,11 +15,13 @@ import time
 from collections.abc import Iterable
 
 import grpc
+from redis.exceptions import RedisError
 
 from hybridsearch.common.collections import DEFAULT, collection_config
 from hybridsearch.common.config import Settings
 from hybridsearch.common.validation import Refusal
 from hybridsearch.gateway.backends import Backends
+from hybridsearch.gateway.write_order import restoring_key
 from hybridsearch.v1 import collections_pb2, ingest_pb2, search_pb2, stores_pb2
 
 KNOWN_TTL_S = 30.0
@@ -36,8 +38,9 @@ def options(settings: Settings, name: str) -> dict[str, str]:
 
 
 class Catalog:
-    def __init__(self, settings: Settings, backends: Backends) -> None:
+    def __init__(self, settings: Settings, backends: Backends, redis_client=None) -> None:
         self.settings, self.backends = settings, backends
+        self.redis = redis_client  # restores' marks (gateway/write_order.py): a collection being restored is missing
         self._known: dict[str, float] = {}  # name -> when a store was last seen holding it (monotonic)
 
     def _stubs(self):
@@ -57,10 +60,20 @@ class Catalog:
         answers = await self._ask(stores_pb2.StoreCollectionsRequest(names=unknown), timeout)
         if any(isinstance(a, BaseException) for a in answers):
             return []  # a store that did not answer may hold them: the search says what failed
-        held = {c.name for a in answers for c in a.collections}
+        held = {c.name for a in answers for c in a.collections} - await self._restoring(list(unknown))
         for name in held:
             self._known[name] = now
         return [n for n in unknown if n not in held]
+
+    async def _restoring(self, names: list[str]) -> set[str]:
+        """The names a restore is moving in (half-made: they never serve); none when Redis cannot say."""
+        if self.redis is None or not names:
+            return set()
+        try:
+            marks = await self.redis.mget([restoring_key(n) for n in names])
+        except (RedisError, OSError):
+            return set()
+        return {n for n, mark in zip(names, marks) if mark is not None}
 
     def forget(self, name: str) -> None:
         self._known.pop(name, None)

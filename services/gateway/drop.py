@@ -23,7 +23,7 @@ from hybridsearch.expansion import cache as expansion_cache
 from hybridsearch.gateway import paging
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.ingest import store_failure
-from hybridsearch.gateway.write_order import DROP_HOLDER, WriteOrder
+from hybridsearch.gateway.write_order import DROP_HOLDER, WriteOrder, restoring_key
 from hybridsearch.v1 import collections_pb2, stores_pb2
 
 HOLDER = DROP_HOLDER  # writes of other gateways wait while a holder of this name holds the collection
@@ -69,6 +69,7 @@ class Dropper:
         if (failure := store_failure(results, "drop")) is not None:
             raise failure
         removed = await purge(self.redis, collection)
+        await self.redis.delete(restoring_key(collection))  # a restore cut short: cleared with what it moved in
         return collections_pb2.DropCollectionResponse(
             collection=collection, existed=any(r.dropped for r in results),
             documents=max(r.documents for r in results), chunks=max(r.chunks for r in results),

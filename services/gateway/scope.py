@@ -55,6 +55,11 @@ SCOPE: dict[str, tuple[Field, ...]] = {
     "hybridsearch.v1.GetDocumentsRequest": (Field("collection", Naming.NAME),),
     "hybridsearch.v1.ListCollectionsRequest": (),  # names none: the servicer lists only what the key may read
     "hybridsearch.v1.DropCollectionRequest": (Field("collection", Naming.NAME),),
+    # Snapshots (admin only): the collection named, and the name a restore writes into (empty: the snapshot's).
+    "hybridsearch.v1.CreateSnapshotRequest": (Field("collection", Naming.NAME),),
+    "hybridsearch.v1.ListSnapshotsRequest": (Field("collection", Naming.NAME),),
+    "hybridsearch.v1.RestoreSnapshotRequest": (Field("collection", Naming.NAME),),
+    "hybridsearch.v1.DeleteSnapshotRequest": (),  # a location: admin keys may touch every collection
 }
 
 # A field whose name matches this may name a collection: it needs a row in SCOPE (the descriptor test).

@@ -9,7 +9,7 @@ The order. Within this gateway, a collection's writes share a reader-writer lock
 alone: a drop waits for the writes already running, and the writes that arrive meanwhile wait for the drop
 and then create the collection anew in both stores. Across gateways (several replicas), the drop holds the
 collection in Redis (common/holds.py, which DropCollection takes) and counts its drops: the epoch
-`hybridsearch:epoch:<collection>`, incremented when a drop starts (after it holds the collection, before it
+`hybridsearch:epoch:<hash of the collection>`, incremented when a drop starts (after it holds the collection, before it
 touches a store) and again when it ends. A write reads the epoch and the hold in one transaction before it
 starts (a drop in progress: it waits for it, within its deadline), and the epoch again once both stores
 acknowledged it. The same epoch means no drop started or ended while it ran: it is acknowledged. Another
@@ -24,6 +24,7 @@ Redis unreachable: the write is ordered by this gateway's lock alone (logged); a
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -43,14 +44,25 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 EPOCH_PREFIX = "hybridsearch:epoch:"
+# A collection being restored from a snapshot (hybridsearch.snapshots): set before a store moves anything in,
+# removed once both have; while it stands the collection does not serve and writes of it are refused.
+RESTORING_PREFIX = "hybridsearch:restoring:"
 DROP_HOLDER = "a drop"  # the holder name DropCollection holds a collection under (gateway/drop.py)
+RESTORE_HOLDER = "a restore"  # ... and a restore (snapshots/coordinator.py): writes wait while either holds it
+WAITED_FOR = (DROP_HOLDER, RESTORE_HOLDER)
+EPOCH_TTL_S = 24 * 3600  # an epoch outlives every write that could have overlapped its drop (deadlines: minutes)
 POLL_S = 0.05  # how often a write waiting for another gateway's drop looks again
 REDIS_BACKOFF_S = 1.0  # Redis did not answer: writes go by the local order alone this long before asking again
 MAX_ATTEMPTS = 20  # a write overlapped by this many drops in a row is refused (UNAVAILABLE: retry is safe)
 
 
 def epoch_key(collection: str) -> str:
-    return f"{EPOCH_PREFIX}{collection}"
+    """Named by a hash of the collection: a drop leaves no key naming it (a sealed collection's name included)."""
+    return f"{EPOCH_PREFIX}{hashlib.sha256(collection.encode()).hexdigest()[:32]}"
+
+
+def restoring_key(collection: str) -> str:
+    return f"{RESTORING_PREFIX}{collection}"
 
 
 @dataclass(frozen=True)
@@ -58,7 +70,8 @@ class Seen:
     """What a write saw before it started: the collection's drop epoch, and whether a drop holds it now."""
 
     epoch: int
-    dropping: bool
+    dropping: bool  # a drop or a restore holds it: wait
+    restoring: str = ""  # a restore's mark stands (the snapshot's location): refuse
 
 
 class WriteOrder:
@@ -75,11 +88,14 @@ class WriteOrder:
         """The drop of `collection` (the caller holds it in Redis): alone among this gateway's writes, and
         counted in the epoch before and after, so that the writes of other gateways see it."""
         async with self.local.dropping(collection):
-            await self.redis.incr(epoch_key(collection))
+            key = epoch_key(collection)
+            await self.redis.incr(key)
             try:
                 yield
             finally:
-                await self.redis.incr(epoch_key(collection))
+                # kept far longer than any write runs (a write that began before the drop still sees it moved),
+                # then gone: the epochs of dropped collections do not pile up
+                await self.redis.pipeline(transaction=True).incr(key).expire(key, EPOCH_TTL_S).execute()
 
     async def write(self, collection: str, attempt: Callable[[], Awaitable[T]], deadline: float) -> T:
         """`attempt()` (one idempotent write to both stores) until one runs clear of drops; its result.
@@ -87,6 +103,10 @@ class WriteOrder:
         for attempts in range(1, MAX_ATTEMPTS + 1):
             async with self.local.using(collection):
                 seen = await self._seen(collection)
+                if seen is not None and seen.restoring and not seen.dropping:
+                    raise Refusal(f"collection {collection!r} is being restored from {seen.restoring}, or its restore "
+                                  "was cut short: writes wait for it (run the restore again to finish it, or drop the "
+                                  "collection)", grpc.StatusCode.FAILED_PRECONDITION)
                 if seen is None or not seen.dropping:
                     result = await attempt()
                     if seen is None or await self._epoch(collection) == seen.epoch:
@@ -107,12 +127,14 @@ class WriteOrder:
             return None
         try:
             async with self.redis.pipeline(transaction=True) as pipe:
-                epoch, holder = await pipe.get(epoch_key(collection)).get(hold_key(collection)).execute()
+                epoch, holder, mark = await (pipe.get(epoch_key(collection)).get(hold_key(collection))
+                                             .get(restoring_key(collection)).execute())
         except (RedisError, OSError) as err:
             self._unordered(collection, err)
             return None
         holder = holder.decode() if isinstance(holder, bytes) else (holder or "")
-        return Seen(int(epoch or 0), holder.startswith(DROP_HOLDER))
+        mark = mark.decode() if isinstance(mark, bytes) else (mark or "")
+        return Seen(int(epoch or 0), holder.startswith(WAITED_FOR), mark)
 
     async def _epoch(self, collection: str) -> int | None:
         try:

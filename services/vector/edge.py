@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import shutil
 import time
 from pathlib import Path
@@ -33,7 +34,7 @@ import qdrant_edge as qe
 from qdrant_client import models
 
 from hybridsearch.common.config import VectorSettings
-from hybridsearch.common.stores import EngineUnavailable
+from hybridsearch.common.stores import CollectionExists, EngineUnavailable
 from hybridsearch.common.validation import check_collection
 from hybridsearch.vector.store import (
     SCROLL_PAGE,
@@ -221,6 +222,25 @@ class EdgeStore(ChunkPointStore):
             self._backlog.pop(collection, None)
             self._last_write.pop(collection, None)
         return existed
+
+    async def capture(self, collection: str, folder: Path) -> bool:
+        """The shard flushed and its folder copied (qdrant-edge changes its files in place: a link would not
+        keep them), under the writers' lock: no write, optimize or maintenance of it runs meanwhile."""
+        async with self._lock:
+            if (shard := await self._shard(collection)) is None:
+                return False
+            await asyncio.to_thread(shard.flush)
+            await asyncio.to_thread(shutil.copytree, self._path(collection), folder)
+        return True
+
+    async def install(self, collection: str, folder: Path) -> None:
+        """The restored folder moved into place in one step; opened on first use."""
+        path = self._path(collection)
+        async with self._lock, self._open_lock:
+            if collection in self._shards or path.exists():
+                raise CollectionExists(f"{self.name} already holds collection {collection!r}")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            await asyncio.to_thread(os.rename, folder, path)
 
     async def _payloads(self, collection: str, ids: list[str], fields: list[str]) -> list[dict]:
         if (shard := await self._shard(collection)) is None:

@@ -3,6 +3,7 @@ the same shape as the BM25 service's (bm25.engine.LexicalEngine)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
 from hybridsearch.common.stores import EngineStats, UpsertResult
@@ -55,6 +56,15 @@ class DenseEngine(Protocol):
 
     async def drop(self, collection: str) -> bool:
         """Removes the collection and everything of it; False when it held none (idempotent)."""
+        ...
+
+    async def capture(self, collection: str, folder: Path) -> bool:
+        """The collection's files as they stand, copied (or linked, where they never change) into `folder`, a
+        new folder on the engine's disk; False when it holds no such collection. Snapshots (hybridsearch.snapshots)."""
+        ...
+
+    async def install(self, collection: str, folder: Path) -> None:
+        """`folder` (what `capture` made, read back) becomes the collection; CollectionExists when it exists."""
         ...
 
     async def close(self) -> None: ...

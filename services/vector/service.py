@@ -19,7 +19,7 @@ from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.server import internal_channel, serve
 from hybridsearch.common.limits import MAX_LEG_LIMIT, MAX_QUERY_CHARS
-from hybridsearch.common.store_servicer import StoreServicerMixin, check_leg_search, check_metadata_fields, trim_texts
+from hybridsearch.common.store_servicer import StoreServicerMixin, StoreSnapshotsMixin, check_leg_search, check_metadata_fields, trim_texts
 from hybridsearch.common.collections import collection_config
 from hybridsearch.common.stores import UpsertResult, content_of, picked_metadata, span_of
 from hybridsearch.common.tags import query_keywords
@@ -112,6 +112,12 @@ class VectorEngine:
     async def drop(self, collection):
         return await self.store.drop(collection)
 
+    async def capture(self, collection, folder):
+        return await self.store.capture(collection, folder)
+
+    async def install(self, collection, folder):
+        await self.store.install(collection, folder)
+
     async def search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int, filters,
                      feedback_docs: int = 0, timings: dict[str, float] | None = None,
                      metadata_fields: tuple[str, ...] = (), text_depth: int = 0) -> list[common_pb2.RankedList]:
@@ -199,7 +205,7 @@ CORRECTED_KINDS = frozenset({common_pb2.QUERY_KIND_ORIGINAL, common_pb2.QUERY_KI
                              common_pb2.QUERY_KIND_SEMANTIC_VARIANT})
 
 
-class VectorServicer(StoreServicerMixin, vector_pb2_grpc.VectorServiceServicer):
+class VectorServicer(StoreServicerMixin, StoreSnapshotsMixin, vector_pb2_grpc.VectorServiceServicer):
     def __init__(self, engine: DenseEngine, bm25: bm25_pb2_grpc.Bm25ServiceStub | None = None) -> None:
         self.engine = engine
         self.bm25 = bm25  # for typo tolerance (Correct); None: queries are embedded as typed

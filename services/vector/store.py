@@ -22,6 +22,7 @@ from qdrant_client import AsyncQdrantClient, models
 from hybridsearch.common.config import VectorSettings, get_settings
 from hybridsearch.common.stores import (
     CONTENT_FIELDS,
+    SnapshotsUnsupported,
     unchanged_since,
     LISTED_FIELDS,
     EngineStats,
@@ -196,6 +197,14 @@ class ChunkPointStore:
         self.cfg = settings or get_settings().vector
         self.dim = dim
         self._lock = asyncio.Lock()  # one writer at a time: a document's replace is read-then-write
+
+    async def capture(self, collection: str, folder: Path) -> bool:
+        raise SnapshotsUnsupported(f"{self.name}: snapshots of this store are not wired: a Qdrant server takes its "
+                                   "own (POST /collections/<name>/snapshots); the embedded store (qdrant-edge) "
+                                   "snapshots through hybridsearch")
+
+    async def install(self, collection: str, folder: Path) -> None:
+        await self.capture(collection, folder)
 
     async def ensure_collection(self, collection: str) -> None:
         raise NotImplementedError

@@ -683,3 +683,23 @@ def test_a_sealed_collection_without_the_keys_secret_is_refused_at_render(helm):
     for command in ("template", "lint"):
         ok = run_helm(helm, command, "--set", "collections.notes.sealed=true", "--set", "sealing.keysSecret=k")
         assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
+def test_snapshots_run_on_a_schedule_into_object_storage_with_an_admin_key(helm):
+    assert not [d for d in render(helm) if d["metadata"]["name"].endswith("-snapshots")]  # none named: none
+    docs = render(helm, "--set", "snapshots.collections={default,docs}", "--set", "snapshots.repository=s3://backups/search",
+                  "--set", "snapshots.apiKeySecret.name=search-admin", "--set", "snapshots.keep=5")
+    job = find(docs, "CronJob", "snapshots")
+    container = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"] == ["snapshot", "create", "-c", "default", "-c", "docs", "--to", "s3://backups/search",
+                                 "--keep", "5"]
+    key = next(e for e in container["env"] if e["name"] == "HYBRIDSEARCH_API_KEY")
+    assert key["valueFrom"]["secretKeyRef"] == {"name": "search-admin", "key": "api-key"}
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["HYBRIDSEARCH_ENDPOINTS__GATEWAY_ADDR"].endswith(":50051")
+    for missing, message in (("snapshots.repository=", "snapshots.repository"),
+                             ("snapshots.apiKeySecret.name=", "snapshots.apiKeySecret.name")):
+        result = run_helm(helm, "template", "--set", "snapshots.collections={docs}", "--set",
+                          "snapshots.repository=s3://backups/p", "--set", "snapshots.apiKeySecret.name=k", "--set", missing,
+                          chart=CHART)
+        assert result.returncode != 0 and message in result.stderr
