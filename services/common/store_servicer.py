@@ -298,6 +298,13 @@ class StoreSnapshotsMixin:
             await abort_invalid(context, err)
         staging = self._restoring(collection)
         phase = request.phase
+        if phase in (stores_pb2.RESTORE_PHASE_PREPARE, stores_pb2.RESTORE_PHASE_COMMIT) and \
+                collection in await self._call_engine(context, self.engine.collections()):
+            if not request.resume:
+                await context.abort(grpc.StatusCode.ALREADY_EXISTS,
+                                    f"{self.engine.name} already holds collection {collection!r}")
+            await asyncio.to_thread(shutil.rmtree, staging, True)  # moved in by the run that was cut short
+            return stores_pb2.RestoreStoreResponse(installed=True)
         if phase == stores_pb2.RESTORE_PHASE_PREPARE:
             files = [StoredFile(path=f.path, size=f.size, sha256=f.sha256, pieces=list(f.pieces)) for f in request.files]
             try:
@@ -309,8 +316,6 @@ class StoreSnapshotsMixin:
         if phase == stores_pb2.RESTORE_PHASE_COMMIT:
             async with self.gates.dropping(collection):  # nothing else on the collection while it moves in
                 if not staging.exists():
-                    if collection in await self._call_engine(context, self.engine.collections()):
-                        return stores_pb2.RestoreStoreResponse(installed=True)  # committed by a run that was cut short
                     await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
                                         f"{self.engine.name}: nothing is prepared for collection {collection!r}")
                 try:

@@ -57,10 +57,12 @@ class Catalog:
         unknown = [n for n in dict.fromkeys(names) if now - self._known.get(n, -KNOWN_TTL_S) >= KNOWN_TTL_S]
         if not unknown:
             return []
+        restoring = await self._restoring(unknown)  # half-made: missing, whatever the stores say
         answers = await self._ask(stores_pb2.StoreCollectionsRequest(names=unknown), timeout)
         if any(isinstance(a, BaseException) for a in answers):
-            return []  # a store that did not answer may hold them: the search says what failed
-        held = {c.name for a in answers for c in a.collections} - await self._restoring(list(unknown))
+            # a store that did not answer may hold them: the search says what failed
+            return [n for n in unknown if n in restoring]
+        held = {c.name for a in answers for c in a.collections} - restoring
         for name in held:
             self._known[name] = now
         return [n for n in unknown if n not in held]

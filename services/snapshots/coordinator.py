@@ -307,20 +307,20 @@ class Snapshots:
                           f"{target!r} to clear it", grpc.StatusCode.FAILED_PRECONDITION)
         async with self._held(target, RESTORE_HOLDER):  # writes of it wait, then are refused while marked
             await self.redis.set(mark, location)
-            read = await self._install(repo, manifest, target)
+            read = await self._install(repo, manifest, target, resume=pending is not None)
             await self.redis.delete(mark)
         self.catalog.forget(target)
         bm25 = manifest.part(Store.BM25)
         return snapshots_pb2.RestoreSnapshotResponse(collection=target, documents=bm25.documents, chunks=bm25.chunks,
                                                      bytes_read=read, seconds=time.monotonic() - started)
 
-    async def _install(self, repo: Repository, manifest: Manifest, target: str) -> int:
+    async def _install(self, repo: Repository, manifest: Manifest, target: str, resume: bool) -> int:
         """Both stores' parts prepared (read, checked), then committed; a part that cannot be read is aborted in
         both and refused (the mark goes: nothing was moved in)."""
         def request(store: Store, phase: int) -> stores_pb2.RestoreStoreRequest:
             files = manifest.part(store).files if phase == stores_pb2.RESTORE_PHASE_PREPARE else []
             return stores_pb2.RestoreStoreRequest(
-                collection=target, repository=repo.location, phase=phase,
+                collection=target, repository=repo.location, phase=phase, resume=resume,
                 files=[stores_pb2.SnapshotFile(path=f.path, size=f.size, sha256=f.sha256, pieces=f.pieces) for f in files])
 
         async def each(phase: int) -> list:
