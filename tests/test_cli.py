@@ -59,7 +59,7 @@ def test_highlighted_markup_escapes_text():
 PANELS = {
     "Serve": ["serve", "run-demo", "export-models", "install-llm", "triton-repository"],
     "Search and index": ["index", "query", "stats", "collections", "docs", "shell"],
-    "Operate": ["doctor", "reconcile", "snapshot", "certs", "keys"],
+    "Operate": ["doctor", "reconcile", "snapshot", "reindex", "alias", "certs", "keys"],
     "Developer tools": ["bench", "bench-report", "levers", "tune", "train-reranker", "loadtest", "speed",
                         "scale-corpus", "write-visibility", "bm25-scale", "vector-scale", "store-probe", "hop-cost",
                         "dashboards"],
@@ -74,6 +74,7 @@ def test_every_command_keeps_its_name_under_its_panel():
     assert list(group.commands["collections"].commands) == ["drop"]
     assert list(group.commands["docs"].commands) == ["get", "delete"]
     assert list(group.commands["snapshot"].commands) == ["create", "list", "restore", "delete", "prune"]
+    assert list(group.commands["alias"].commands) == ["show", "list", "switch", "rollback", "drop"]
 
 
 def test_help_shows_serving_and_operations_before_the_tools():

@@ -50,7 +50,7 @@ from hybridsearch.bm25.fuzzy import FUZZY_WEIGHT, MAX_EXPANSIONS, MIN_FUZZY_CHAR
 from hybridsearch.common.language import AUTO
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.iterables import batched
-from hybridsearch.common.validation import COLLECTION_NAME
+from hybridsearch.common.validation import is_collection_name
 from hybridsearch.common.stores import (
     LISTED_FIELDS,
     refuse_sealed,
@@ -549,7 +549,7 @@ class OpenSearchBm25Engine:
         """The collections whose index carries this engine's prefix."""
         found = await self._call("list indices", lambda: self.client.indices.get(index=f"{self.index_prefix}*"))
         names = (index[len(self.index_prefix):] for index in found if index.startswith(self.index_prefix))
-        return sorted(name for name in names if COLLECTION_NAME.fullmatch(name))
+        return sorted(name for name in names if is_collection_name(name))
 
     async def capture(self, collection: str, folder: Path) -> bool:
         raise SnapshotsUnsupported(f"{self.name}: snapshots of an OpenSearch store are not wired: OpenSearch takes "

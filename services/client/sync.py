@@ -15,7 +15,7 @@ HYBRIDSEARCH_TLS__*) or the arguments: common/access.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import grpc
 
@@ -33,6 +33,8 @@ from hybridsearch.v1 import (
     search_pb2_grpc,
     snapshots_pb2,
     snapshots_pb2_grpc,
+    aliases_pb2,
+    aliases_pb2_grpc,
 )
 
 SEARCH_TIMEOUT_S = 60.0
@@ -57,6 +59,7 @@ class GatewayClient:
         self.ingest_stub = ingest_pb2_grpc.IngestServiceStub(self.channel)
         self.collections_stub = collections_pb2_grpc.CollectionServiceStub(self.channel)
         self.snapshots_stub = snapshots_pb2_grpc.SnapshotServiceStub(self.channel)
+        self.aliases_stub = aliases_pb2_grpc.AliasServiceStub(self.channel)
 
     def search(self, query: str | search_pb2.SearchRequest, *, timeout: float = SEARCH_TIMEOUT_S,
                **options) -> search_pb2.SearchResponse:
@@ -131,6 +134,38 @@ class GatewayClient:
 
     def delete_snapshot(self, location: str, timeout: float = SNAPSHOT_TIMEOUT_S) -> snapshots_pb2.DeleteSnapshotResponse:
         return _call(self.snapshots_stub.DeleteSnapshot, snapshots_pb2.DeleteSnapshotRequest(location=location), timeout)
+
+    # Aliases and re-indexing (admin keys only; docs/operations.md "Re-indexing behind an alias").
+
+    def reindex(self, collection: str, embedder: str = "", *, switch: bool = False, batch_documents: int = 0,
+                timeout: float = SNAPSHOT_TIMEOUT_S) -> Iterator[aliases_pb2.ReindexResponse]:
+        """A new generation of the collection built beside the serving one (another embedder), its progress as
+        it goes; the last message is BUILT (SWITCHED with `switch`). Run it again to finish one cut short."""
+        request = aliases_pb2.ReindexRequest(collection=collection, embedder=embedder, switch_when_built=switch,
+                                             batch_documents=batch_documents)
+        try:
+            yield from self.aliases_stub.Reindex(request, timeout=timeout)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from err
+
+    def get_alias(self, collection: str, timeout: float = SEARCH_TIMEOUT_S) -> aliases_pb2.AliasInfo:
+        return _call(self.aliases_stub.GetAlias, aliases_pb2.GetAliasRequest(collection=collection), timeout).alias
+
+    def list_aliases(self, timeout: float = SEARCH_TIMEOUT_S) -> aliases_pb2.ListAliasesResponse:
+        return _call(self.aliases_stub.ListAliases, aliases_pb2.ListAliasesRequest(), timeout)
+
+    def switch_alias(self, collection: str, generation: int, timeout: float = SEARCH_TIMEOUT_S) -> aliases_pb2.AliasInfo:
+        request = aliases_pb2.SwitchAliasRequest(collection=collection, generation=generation)
+        return _call(self.aliases_stub.SwitchAlias, request, timeout).alias
+
+    def rollback_alias(self, collection: str, timeout: float = SEARCH_TIMEOUT_S) -> aliases_pb2.AliasInfo:
+        return _call(self.aliases_stub.RollbackAlias, aliases_pb2.RollbackAliasRequest(collection=collection),
+                     timeout).alias
+
+    def drop_generation(self, collection: str, generation: int,
+                        timeout: float = SEARCH_TIMEOUT_S) -> aliases_pb2.DropGenerationResponse:
+        request = aliases_pb2.DropGenerationRequest(collection=collection, generation=generation)
+        return _call(self.aliases_stub.DropGeneration, request, timeout)
 
     def close(self) -> None:
         self.channel.close()

@@ -30,7 +30,7 @@ import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from hybridsearch.common.language import check_collection_language
-from hybridsearch.common.validation import COLLECTION_NAME, FIELD_NAME
+from hybridsearch.common.validation import COLLECTION_NAME, FIELD_NAME, split_generation
 
 # Built into every collection: the document's title and its text (chunked).
 BUILTIN_FIELDS = ("title", "text")
@@ -146,5 +146,5 @@ def check_collections(collections: dict[str, CollectionConfig]) -> dict[str, Col
 
 
 def collection_config(settings, collection: str) -> CollectionConfig:
-    """The declared configuration of `collection`, or the defaults."""
-    return settings.collections.get(collection, DEFAULT)
+    """The declared configuration of `collection`, or the defaults; a generation (`notes.g2`) has its alias's."""
+    return settings.collections.get(split_generation(collection)[0], DEFAULT)

@@ -55,7 +55,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from hybridsearch.common.apikeys import write_private
 from hybridsearch.common.collections import CollectionConfig, collection_config
 from hybridsearch.common.tags import query_keywords, split_tags
-from hybridsearch.common.validation import COLLECTION_NAME, Refusal
+from hybridsearch.common.validation import COLLECTION_NAME, Refusal, split_generation
 from hybridsearch.v1 import common_pb2
 
 KEY_BYTES = 32
@@ -425,7 +425,9 @@ class Sealer:
 
     def of(self, collection: str) -> CollectionSeal | None:
         """The collection's seal; None for a collection that is not sealed; SealingError when it is sealed
-        and has no usable key."""
+        and has no usable key. A generation (`notes.g2`, gateway/aliases.py) has its alias's: its records were
+        sealed under the alias's name."""
+        collection = split_generation(collection)[0]
         config = collection_config(self.settings, collection)
         if not config.sealed:
             return None

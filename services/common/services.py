@@ -24,7 +24,7 @@ class Service:
 
 
 SERVICES: tuple[Service, ...] = (
-    Service("gateway", "hybridsearch.gateway.service", ("SearchService", "IngestService", "CollectionService", "SnapshotService"), 50051, 0, public=True),
+    Service("gateway", "hybridsearch.gateway.service", ("SearchService", "IngestService", "CollectionService", "SnapshotService", "AliasService"), 50051, 0, public=True),
     Service("bm25", "hybridsearch.bm25.service", ("Bm25Service",), 50052, 1, store=True),
     Service("vector", "hybridsearch.vector.service", ("VectorService",), 50053, 2, store=True),
     Service("expansion", "hybridsearch.expansion.service", ("ExpansionService",), 50054, 3),

@@ -22,6 +22,7 @@ from hybridsearch.common.stores import CollectionExists, EngineUnavailable, Snap
 from hybridsearch.common.validation import (
     FIELD_NAME,
     InvalidArgument,
+    Refusal,
     abort_invalid,
     check_collection,
     check_doc_id,
@@ -114,7 +115,9 @@ class StoreServicerMixin:
             return await call
         except EngineUnavailable as err:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
-        except InvalidArgument as err:  # what the engine cannot take (a sealed chunk on an engine without them)
+        # What the engine cannot take (a sealed chunk on an engine without them: INVALID_ARGUMENT; a collection
+        # whose embedder the vector service cannot open: FAILED_PRECONDITION), with the refusal's code.
+        except Refusal as err:
             await abort_invalid(context, err)
 
     async def _on(self, collection: str, context: grpc.aio.ServicerContext, call: Awaitable[T]) -> T:

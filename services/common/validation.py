@@ -28,6 +28,12 @@ from hybridsearch.v1 import common_pb2
 FIELD_NAME = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_KEY_CHARS}}}")
 FIELD_RULE = f"1-{MAX_KEY_CHARS} characters of [A-Za-z0-9_-] (flat keys: no '.')"
 COLLECTION_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+# A generation of an aliased collection (gateway/aliases.py): `<alias>.g<N>`. No collection name holds a dot, so
+# a generation's name can never be a collection's. Stores hold generations N >= 1 under that name (generation 0
+# is the collection the alias was made from, held under the alias's own name); the public API reads every
+# generation by it (a search or GetDocuments of `notes.g2`, to check a re-index before the switch), but writes
+# go through the alias (every generation it keeps in step gets them).
+GENERATION_NAME = re.compile(r"(?P<alias>[a-z0-9][a-z0-9_-]{0,62})\.g(?P<number>0|[1-9][0-9]{0,5})")
 DOC_ID = re.compile(rf"[^#\s]{{1,{MAX_DOC_ID_CHARS}}}")
 
 
@@ -49,11 +55,38 @@ class InvalidArgument(Refusal, ValueError):
 
 
 def check_collection(name: str) -> str:
+    """A collection's name, or a generation's (`notes.g2`); empty is `default`."""
     name = name or "default"
-    if not COLLECTION_NAME.fullmatch(name):
+    if not (COLLECTION_NAME.fullmatch(name) or GENERATION_NAME.fullmatch(name)):
         raise InvalidArgument(
             f"collection {name[:80]!r} is invalid: use 1-63 lowercase letters, digits, '-' or '_'"
         )
+    return name
+
+
+def is_collection_name(name: str) -> bool:
+    """Whether a store-held name is a collection's or a generation's (anything else is not ours)."""
+    return bool(COLLECTION_NAME.fullmatch(name) or GENERATION_NAME.fullmatch(name))
+
+
+def split_generation(name: str) -> tuple[str, int | None]:
+    """(alias, generation number) of a generation's name; (name, None) for a collection's."""
+    found = GENERATION_NAME.fullmatch(name)
+    return (found["alias"], int(found["number"])) if found else (name, None)
+
+
+def generation_name(alias: str, number: int) -> str:
+    """The stored name of an alias's generation: generation 0 is the collection the alias was made from."""
+    return f"{alias}.g{number}" if number else alias
+
+
+def check_written_collection(name: str) -> str:
+    """A collection a write, a snapshot or a restore may name: not a generation (writes go through its alias)."""
+    name = check_collection(name)
+    alias, number = split_generation(name)
+    if number is not None:
+        raise InvalidArgument(f"collection {name!r} is generation {number} of {alias!r}: write to {alias!r} "
+                              "(it keeps the generations being built or kept for a rollback in step)")
     return name
 
 

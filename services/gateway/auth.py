@@ -52,6 +52,13 @@ METHOD_OPERATIONS: dict[str, Operation] = {
     "/hybridsearch.v1.SnapshotService/ListSnapshots": "admin",
     "/hybridsearch.v1.SnapshotService/RestoreSnapshot": "admin",
     "/hybridsearch.v1.SnapshotService/DeleteSnapshot": "admin",
+    # Aliases: a re-index reads and writes a whole collection, a switch changes what every reader gets.
+    "/hybridsearch.v1.AliasService/GetAlias": "admin",
+    "/hybridsearch.v1.AliasService/ListAliases": "admin",
+    "/hybridsearch.v1.AliasService/Reindex": "admin",
+    "/hybridsearch.v1.AliasService/SwitchAlias": "admin",
+    "/hybridsearch.v1.AliasService/RollbackAlias": "admin",
+    "/hybridsearch.v1.AliasService/DropGeneration": "admin",
 }
 CODES = {"unauthenticated": grpc.StatusCode.UNAUTHENTICATED, "permission_denied": grpc.StatusCode.PERMISSION_DENIED}
 
@@ -93,7 +100,16 @@ def _checked(handler: grpc.RpcMethodHandler, check: Check) -> grpc.RpcMethodHand
             return await inner_stream(checked(), context)
 
         return grpc.stream_unary_rpc_method_handler(stream, **kw)
-    raise TypeError("the public API has only unary and client-streaming methods")
+    if handler.unary_stream:  # AliasService.Reindex: one request, its progress streamed
+        inner_answers = handler.unary_stream
+
+        async def answers(request, context):
+            await check(request, context)
+            async for answer in inner_answers(request, context):
+                yield answer
+
+        return grpc.unary_stream_rpc_method_handler(answers, **kw)
+    raise TypeError("the public API has no bidirectional streaming methods")
 
 
 class ApiKeyInterceptor(grpc.aio.ServerInterceptor):
@@ -117,7 +133,7 @@ class ApiKeyInterceptor(grpc.aio.ServerInterceptor):
             log.error("%s refused: %s", short, err)
             return _refused(handler, grpc.StatusCode.UNAVAILABLE, "the gateway cannot read its API keys")
         operation = METHOD_OPERATIONS.get(method)
-        if operation is None or not (handler.unary_unary or handler.stream_unary):
+        if operation is None or not (handler.unary_unary or handler.stream_unary or handler.unary_stream):
             return _refused(handler, grpc.StatusCode.PERMISSION_DENIED, f"{short} has no access rule")
         if operation == "admin" and entry.role != "admin":  # whatever the request names, or none
             log.info("%s refused: key %s is not an admin key", short, entry.id)

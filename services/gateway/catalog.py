@@ -1,6 +1,9 @@
 """Which collections exist, and what each one is: a collection exists once a store holds it (a write
 created it). Both stores are asked (StoreCollections); a collection either holds exists.
 
+An alias (gateway/aliases.py) exists when its serving generation does: `stored` gives the name a store holds
+for each name a request gives, and `missing` and `listing` go by it (the listing shows aliases, not generations).
+
 Searches ask `missing` before they run: a name the stores do not hold, or one a restore is moving in, is NOT_FOUND (one collection) or a
 notice (several; gateway/search.py). Names found are remembered for KNOWN_TTL_S, so a collection in use
 costs one look-up per that long, not one per search; `forget` ends that at once (a drop). When a store does
@@ -19,7 +22,8 @@ from redis.exceptions import RedisError
 
 from hybridsearch.common.collections import DEFAULT, collection_config
 from hybridsearch.common.config import Settings
-from hybridsearch.common.validation import Refusal
+from hybridsearch.common.validation import Refusal, split_generation
+from hybridsearch.gateway.aliases import Aliases
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.write_order import restoring_key
 from hybridsearch.v1 import collections_pb2, ingest_pb2, search_pb2, stores_pb2
@@ -41,6 +45,7 @@ class Catalog:
     def __init__(self, settings: Settings, backends: Backends, redis_client=None) -> None:
         self.settings, self.backends = settings, backends
         self.redis = redis_client  # restores' marks (gateway/write_order.py): a collection being restored is missing
+        self.aliases = Aliases(redis_client) if redis_client is not None else None
         self._known: dict[str, float] = {}  # name -> when a store was last seen holding it (monotonic)
 
     def _stubs(self):
@@ -51,21 +56,28 @@ class Catalog:
         return list(await asyncio.gather(*(stub.ListCollections(request, timeout=timeout) for stub in self._stubs()),
                                          return_exceptions=True))
 
+    async def stored(self, names: Iterable[str]) -> dict[str, str]:
+        """The stored name each name is read from: an alias's serving generation, any other name itself."""
+        if self.aliases is None:
+            return {n: n for n in names}
+        return await self.aliases.stored_names(names)
+
     async def missing(self, names: Iterable[str], timeout: float = LOOKUP_TIMEOUT_S) -> list[str]:
-        """The names no store holds, in the order given."""
+        """The names no store holds (an alias: its serving generation), in the order given."""
         now = time.monotonic()
-        unknown = [n for n in dict.fromkeys(names) if now - self._known.get(n, -KNOWN_TTL_S) >= KNOWN_TTL_S]
+        stored = await self.stored(names)
+        unknown = [n for n in stored if now - self._known.get(stored[n], -KNOWN_TTL_S) >= KNOWN_TTL_S]
         if not unknown:
             return []
         restoring = await self._restoring(unknown)  # half-made: missing, whatever the stores say
-        answers = await self._ask(stores_pb2.StoreCollectionsRequest(names=unknown), timeout)
+        answers = await self._ask(stores_pb2.StoreCollectionsRequest(names=[stored[n] for n in unknown]), timeout)
         if any(isinstance(a, BaseException) for a in answers):
             # a store that did not answer may hold them: the search says what failed
             return [n for n in unknown if n in restoring]
-        held = {c.name for a in answers for c in a.collections} - restoring
+        held = {c.name for a in answers for c in a.collections}
         for name in held:
             self._known[name] = now
-        return [n for n in unknown if n not in held]
+        return [n for n in unknown if stored[n] not in held or n in restoring]
 
     async def _restoring(self, names: list[str]) -> set[str]:
         """The names a restore is moving in (half-made: they never serve); none when Redis cannot say."""
@@ -79,19 +91,27 @@ class Catalog:
 
     def forget(self, name: str) -> None:
         self._known.pop(name, None)
+        if self.aliases is not None:
+            self.aliases.forget(name)
 
     async def listing(self, may_read) -> collections_pb2.ListCollectionsResponse:
-        """Every collection a store holds that `may_read(name)` allows, counted by each store; UNAVAILABLE
-        (grpc.aio.AioRpcError of the first store) when no store answered."""
+        """Every collection a store holds that `may_read(name)` allows, counted by each store; an alias as its
+        serving generation (the others are `alias show`'s); UNAVAILABLE (grpc.aio.AioRpcError of the first
+        store) when no store answered."""
         names_only = await self._ask(stores_pb2.StoreCollectionsRequest(), LIST_TIMEOUT_S)
         if all(isinstance(a, BaseException) for a in names_only):
             raise names_only[0]
-        readable = sorted({c.name for a in names_only if not isinstance(a, BaseException) for c in a.collections
-                           if may_read(c.name)})
+        held = {c.name for a in names_only if not isinstance(a, BaseException) for c in a.collections}
+        aliases = await self._aliases()
+        generations = {a.stored(n) for a in aliases.values() for n in a.generations}
+        public = {n for n in held if n not in generations and split_generation(n)[1] is None}
+        public |= {name for name, a in aliases.items() if a.serving_name in held}
+        stored = {n: aliases[n].serving_name if n in aliases else n for n in public if may_read(n)}
         out = collections_pb2.ListCollectionsResponse()
-        if not readable:
+        if not stored:
             return out
-        counted = await self._ask(stores_pb2.StoreCollectionsRequest(names=readable, counts=True), LIST_TIMEOUT_S)
+        counted = await self._ask(stores_pb2.StoreCollectionsRequest(names=sorted(set(stored.values())), counts=True),
+                                  LIST_TIMEOUT_S)
         per_store: dict[str, dict[str, stores_pb2.StoreCollection]] = {}
         for store, answer in zip(STORES, counted):
             if isinstance(answer, BaseException):
@@ -100,15 +120,25 @@ class Catalog:
                 continue
             per_store[store] = {c.name: c for c in answer.collections}
         engine = {store: answer.engine for store, answer in zip(STORES, counted) if not isinstance(answer, BaseException)}
-        for name in readable:
-            held = [(store, per_store[store][name]) for store in STORES if name in per_store.get(store, {})]
+        for name in sorted(stored):
+            kept = [(store, per_store[store][stored[name]]) for store in STORES if stored[name] in per_store.get(store, {})]
             info = out.collections.add(name=name, language=collection_config(self.settings, name).language,
                                        options=options(self.settings, name))
-            if held:
-                info.documents, info.chunks = held[0][1].documents, held[0][1].chunks
+            if name in aliases:
+                info.options["alias_of"] = json.dumps(stored[name])
+            if kept:
+                info.documents, info.chunks = kept[0][1].documents, kept[0][1].chunks
             info.stores.extend(ingest_pb2.StoreSummary(store=store, engine=engine[store], documents=c.documents,
-                                                       chunks=c.chunks) for store, c in held)
+                                                       chunks=c.chunks) for store, c in kept)
         return out
+
+    async def _aliases(self) -> dict:
+        if self.aliases is None:
+            return {}
+        try:
+            return await self.aliases.all()
+        except (RedisError, OSError):
+            return {}
 
 
 def narrowed(request: search_pb2.SearchRequest, searched: list[str],

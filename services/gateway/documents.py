@@ -97,8 +97,9 @@ async def get_documents(request: collections_pb2.GetDocumentsRequest, backends: 
     seal = sealer.of(collection)  # SealingError (as a search: whether or not a store holds it yet)
     if await catalog.missing([collection]):
         raise Refusal(f"collection {collection!r} does not exist", grpc.StatusCode.NOT_FOUND)
+    stored = (await catalog.stored([collection]))[collection]  # an alias: its serving generation
     try:
-        reply = await backends.bm25.GetChunks(common_pb2.GetChunksRequest(collection=collection, doc_ids=ids),
+        reply = await backends.bm25.GetChunks(common_pb2.GetChunksRequest(collection=stored, doc_ids=ids),
                                               timeout=GET_TIMEOUT_S)
     except grpc.aio.AioRpcError as err:
         raise Refusal(f"the bm25 store did not answer ({err.details()}); retry") from None

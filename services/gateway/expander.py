@@ -33,7 +33,7 @@ class Expander:
         if (why := plan.no_expansion) is not None:
             report.leg(NAME, SKIPPED, why)
             return None
-        request = expansion_pb2.ExpandRequest(query=plan.query, collection=plan.collection, effort=plan.effort,
+        request = expansion_pb2.ExpandRequest(query=plan.query, collection=plan.store_name, effort=plan.effort,
                                               filters=plan.filters, force=plan.expand is True,
                                               language=plan.language, fuzzy=plan.fuzzy)
         with observed(NAME):

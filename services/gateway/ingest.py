@@ -33,6 +33,7 @@ from hybridsearch.common.validation import (
     check_collection,
     check_doc_ids,
     check_document,
+    check_written_collection,
 )
 from hybridsearch.gateway.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
@@ -185,18 +186,20 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
 
     async def _write(self, collection: str, documents: list[ingest_pb2.Document],
                      context: grpc.aio.ServicerContext) -> ingest_pb2.UpsertResponse:
-        """Writes one batch to both stores; raises Refusal when it was not acknowledged."""
+        """Writes one batch to both stores of each generation the collection's alias keeps in step (the serving
+        one first); raises Refusal when it was not acknowledged."""
         try:
             remaining = context.time_remaining() or INGEST_MAX_WAIT_S
             async with self.admission.slot(remaining, "upsert"):
-                return await self.order.write(collection, lambda: self._write_admitted(collection, documents),
+                return await self.order.write(collection, lambda stored: self._write_admitted(collection, stored, documents),
                                               deadline=time.monotonic() + remaining)
         except Overloaded as err:
             metrics.REJECTED.labels(reason=err.reason).inc()
             raise Refusal(f"ingest at capacity ({err}): nothing of this batch was written, retry with backoff",
                           grpc.StatusCode.RESOURCE_EXHAUSTED) from None
 
-    async def _write_admitted(self, collection: str, documents: list[ingest_pb2.Document]) -> ingest_pb2.UpsertResponse:
+    async def _write_admitted(self, collection: str, stored: list[str],
+                              documents: list[ingest_pb2.Document]) -> ingest_pb2.UpsertResponse:
         seal = self.sealer.of(collection)  # SealingError: a sealed collection without its key writes nothing
         bm25_request, vector_request = await asyncio.to_thread(store_requests, collection, documents, self.settings,
                                                                seal, self.terms)
@@ -204,25 +207,33 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         check_store_request(vector_request)
         with self.tracer.start_as_current_span("gateway.ingest") as span:
             span.set_attribute("ingest.documents", len(documents))
-            results = await asyncio.gather(
-                self.backends.bm25.UpsertChunks(bm25_request, timeout=WRITE_TIMEOUT_S),
-                self.backends.vector.UpsertChunks(vector_request, timeout=WRITE_TIMEOUT_S),
-                return_exceptions=True,
-            )
-        failure = store_failure(results)
-        if failure is not None:
-            raise failure
-        bm25, vector = results
+            # one generation after the other, the serving one first (gateway/reindex.py copies by that order)
+            answers = [await self._write_stored(name, bm25_request, vector_request) for name in stored]
+        bm25, vector = answers[0]
         written = max(bm25.documents_written, vector.documents_written)
         return ingest_pb2.UpsertResponse(
             documents_received=len(documents), documents_written=written,
             documents_unchanged=len(documents) - written, chunks_written=max(bm25.chunks_written, vector.chunks_written),
         )
 
+    async def _write_stored(self, name: str, bm25_request: common_pb2.UpsertChunksRequest,
+                            vector_request: common_pb2.UpsertChunksRequest) -> tuple:
+        """The batch written to both stores under one stored name; Refusal unless both acknowledged it."""
+        bm25_request.collection = vector_request.collection = name
+        results = await asyncio.gather(
+            self.backends.bm25.UpsertChunks(bm25_request, timeout=WRITE_TIMEOUT_S),
+            self.backends.vector.UpsertChunks(vector_request, timeout=WRITE_TIMEOUT_S),
+            return_exceptions=True,
+        )
+        failure = store_failure(results)
+        if failure is not None:
+            raise failure
+        return tuple(results)
+
     async def Upsert(self, request: ingest_pb2.UpsertRequest,
                      context: grpc.aio.ServicerContext) -> ingest_pb2.UpsertResponse:
         try:
-            return await self._write(check_collection(request.collection), validate_documents(request.documents),
+            return await self._write(check_written_collection(request.collection), validate_documents(request.documents),
                                      context)
         except Refusal as err:
             await abort_invalid(context, err)
@@ -235,7 +246,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         try:
             async for request in request_iterator:  # an undecodable message raises a Refusal here too
                 documents = validate_documents(request.documents)
-                part = await self._write(check_collection(request.collection), documents, context)
+                part = await self._write(check_written_collection(request.collection), documents, context)
                 batches, last_id = batches + 1, documents[-1].id if documents else last_id
                 total.documents_received += part.documents_received
                 total.documents_written += part.documents_written
@@ -249,20 +260,28 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
 
     async def Delete(self, request: ingest_pb2.DeleteRequest,
                      context: grpc.aio.ServicerContext) -> ingest_pb2.DeleteResponse:
+        """Deletes from both stores of each generation the alias keeps in step, ordered with drops as writes are."""
         try:
-            collection = check_collection(request.collection)
+            collection = check_written_collection(request.collection)
             ids = check_doc_ids(request.ids)
-        except InvalidArgument as err:
+            remaining = context.time_remaining() or INGEST_MAX_WAIT_S
+            return await self.order.write(collection, lambda stored: self._delete(stored, ids),
+                                          deadline=time.monotonic() + remaining)
+        except Refusal as err:
             await abort_invalid(context, err)
-        req = common_pb2.DeleteDocumentsRequest(collection=collection, doc_ids=ids)
-        results = await asyncio.gather(
-            self.backends.bm25.DeleteDocuments(req, timeout=60), self.backends.vector.DeleteDocuments(req, timeout=60),
-            return_exceptions=True,
-        )
-        failure = store_failure(results, "delete")
-        if failure is not None:
-            await abort_invalid(context, failure)
-        return ingest_pb2.DeleteResponse(documents_deleted=max(r.documents_deleted for r in results))
+
+    async def _delete(self, stored: list[str], ids: list[str]) -> ingest_pb2.DeleteResponse:
+        deleted = []
+        for name in stored:  # the serving generation first, as writes
+            req = common_pb2.DeleteDocumentsRequest(collection=name, doc_ids=ids)
+            results = await asyncio.gather(self.backends.bm25.DeleteDocuments(req, timeout=60),
+                                           self.backends.vector.DeleteDocuments(req, timeout=60),
+                                           return_exceptions=True)
+            failure = store_failure(results, "delete")
+            if failure is not None:
+                raise failure
+            deleted.append(max(r.documents_deleted for r in results))
+        return ingest_pb2.DeleteResponse(documents_deleted=deleted[0])
 
     async def Stats(self, request: ingest_pb2.StatsRequest,
                     context: grpc.aio.ServicerContext) -> ingest_pb2.StatsResponse:
@@ -272,7 +291,8 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                 raise Refusal(f"collection {collection!r} does not exist", grpc.StatusCode.NOT_FOUND)
         except Refusal as err:
             await abort_invalid(context, err)
-        req = common_pb2.StoreStatsRequest(collection=collection)
+        stored = (await self.catalog.stored([collection]))[collection]  # an alias: its serving generation
+        req = common_pb2.StoreStatsRequest(collection=stored)
         out = ingest_pb2.StatsResponse(collection=collection)
         for store, stub in (("bm25", self.backends.bm25), ("vector", self.backends.vector)):
             try:

@@ -23,7 +23,7 @@ async def next_page(request: search_pb2.SearchRequest, plan: SearchPlan, pager: 
     hits = [search_hit(order.hits[i], plan.collection, order.titles[i], order.scores[i], order.blended_scores[i],
                        order.rerank_scores[i], order.reranked[i]) for i in page]
     home = [(h.collection, h.chunk_id) for h in hits]
-    chunks = await texts.chunks([(c, h.doc_id, h.chunk_id) for (c, _), h in zip(home, hits)], deadline)
+    chunks = await texts.chunks([(c, h.doc_id, h.chunk_id) for (c, _), h in zip(home, hits)], deadline, plan.stored_of)
     tags = []
     for rank, (hit, place) in enumerate(zip(hits, home), start=token.offset):
         chunk = chunks.get(place)

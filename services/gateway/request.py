@@ -41,6 +41,9 @@ class SearchPlan:
     # Several collections (gateway.fanout): one plan per collection, each with its own config; empty for one.
     # This plan's `collection`/`config` are then the primary's (the request's `collection`, else the first).
     parts: tuple["SearchPlan", ...] = ()
+    # The name the stores hold `collection` under: an alias's serving generation (gateway/aliases.py), set once
+    # the plan is resolved (SearchServicer); empty: the collection's own name.
+    stored: str = ""
 
     prf_in_balanced: bool = True  # expansion.prf_in_balanced: whether BALANCED expands unasked
     # A sealed collection's seal (gateway.sealed.seal_plan: filters and boosts then hold keyed hashes); None: plain.
@@ -81,6 +84,16 @@ class SearchPlan:
     def plan_of(self, collection: str) -> "SearchPlan":
         """The plan of one of the plan's collections (a hit's), this plan for any other name."""
         return next((p for p in self.parts if p.collection == collection), self)
+
+    @property
+    def store_name(self) -> str:
+        """The name the stores are asked for (the alias's serving generation, else the collection)."""
+        return self.stored or self.collection
+
+    def stored_of(self, collection: str) -> str:
+        """The store name of one of the plan's collections (a hit's)."""
+        part = self.plan_of(collection)
+        return part.store_name if part.collection == collection else collection
 
     def config_of(self, collection: str) -> CollectionConfig:
         """The config of one of the plan's collections (a hit's), this plan's own for any other name."""

@@ -95,19 +95,19 @@ class Responder:
         if plan.explain:
             response.explain.CopyFrom(explanation(plan, fused, reranked, pool, report))
         if plan.context and page:
-            await self.neighbours(response, plan.context, deadline)
+            await self.neighbours(response, plan, deadline)
         return Answer(response, order, len(kept))
 
-    async def neighbours(self, response: search_pb2.SearchResponse, n: int, deadline: Deadline) -> None:
-        """Each hit's `n` neighbouring chunks before and after (SearchRequest.context), read from the stores its
-        chunk lives in; a store that cannot answer leaves them out, noted."""
+    async def neighbours(self, response: search_pb2.SearchResponse, plan: SearchPlan, deadline: Deadline) -> None:
+        """Each hit's `plan.context` neighbouring chunks before and after (SearchRequest.context), read from the
+        stores its chunk lives in; a store that cannot answer leaves them out, noted."""
         page = list(response.hits)
         try:
-            chunks = await self.texts.chunks([(h.collection, h.doc_id, h.chunk_id) for h in page], deadline)
+            chunks = await self.texts.chunks([(h.collection, h.doc_id, h.chunk_id) for h in page], deadline, plan.stored_of)
         except Refusal as err:
             response.notices.append(f"context of {len(page)} hits not shown: {err}")
             return
-        attach_context(page, chunks, n)
+        attach_context(page, chunks, plan.context)
 
     def calibrated(self, plan: SearchPlan, fused: list[fusion_pb2.FusedHit], reranked: Reranked, order: list[int],
                    pool: Pool) -> dict[int, float]:

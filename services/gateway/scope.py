@@ -22,7 +22,7 @@ from functools import lru_cache
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from hybridsearch.common.validation import InvalidArgument, check_collection
+from hybridsearch.common.validation import InvalidArgument, check_collection, split_generation
 from hybridsearch.gateway.paging import token_collections
 
 
@@ -60,6 +60,13 @@ SCOPE: dict[str, tuple[Field, ...]] = {
     "hybridsearch.v1.ListSnapshotsRequest": (Field("collection", Naming.NAME),),
     "hybridsearch.v1.RestoreSnapshotRequest": (Field("collection", Naming.NAME),),
     "hybridsearch.v1.DeleteSnapshotRequest": (),  # a location: admin keys may touch every collection
+    # Aliases and re-indexing (admin only).
+    "hybridsearch.v1.GetAliasRequest": (Field("collection", Naming.NAME),),
+    "hybridsearch.v1.ListAliasesRequest": (),  # admin keys read every collection
+    "hybridsearch.v1.ReindexRequest": (Field("collection", Naming.NAME),),
+    "hybridsearch.v1.SwitchAliasRequest": (Field("collection", Naming.NAME),),
+    "hybridsearch.v1.RollbackAliasRequest": (Field("collection", Naming.NAME),),
+    "hybridsearch.v1.DropGenerationRequest": (Field("collection", Naming.NAME),),
 }
 
 # A field whose name matches this may name a collection: it needs a row in SCOPE (the descriptor test).
@@ -102,11 +109,12 @@ READERS: dict[Naming, Callable[[Message, Field], list[str]]] = {
 
 
 def collections_of(message: Message) -> tuple[str, ...]:
-    """Every collection `message` touches, each once, in the order its fields name them. InvalidArgument
-    for a name that is no collection name, Unscoped for a message SCOPE does not know."""
+    """Every collection `message` touches, each once, in the order its fields name them; a generation
+    (`notes.g2`, gateway/aliases.py) as its alias, whose data it holds. InvalidArgument for a name that is no
+    collection name, Unscoped for a message SCOPE does not know."""
     if message.DESCRIPTOR.full_name not in SCOPE:
         raise Unscoped(f"no collection rule for {message.DESCRIPTOR.full_name}")
-    return tuple(dict.fromkeys(_named(message)))
+    return tuple(dict.fromkeys(split_generation(name)[0] for name in _named(message)))
 
 
 def _named(message: Message) -> Iterator[str]:

@@ -127,6 +127,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             # A sealed collection without its key is FAILED_PRECONDITION whether or not a store holds it yet.
             plan = seal_plan(plan_search(request, self.settings), self.sealer)
             plan, notices = await self._existing(request, plan)
+            await self._resolve(plan)
         except Refusal as err:  # InvalidArgument, NOT_FOUND; SealingError: a sealed collection without its key
             await abort_invalid(context, err)
         effort = common_pb2.Effort.Name(plan.effort)
@@ -175,6 +176,12 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             return plan, []
         narrow, notices = narrowed(request, searched, missing)
         return seal_plan(plan_search(narrow, self.settings), self.sealer), notices
+
+    async def _resolve(self, plan: SearchPlan) -> None:
+        """Each collection's store name: an alias's serving generation (gateway/aliases.py)."""
+        stored = await self.catalog.stored(c for c, _ in plan.configs())
+        for part in (*plan.parts, plan):
+            part.stored = stored.get(part.collection, "")
 
     async def _page(self, request: search_pb2.SearchRequest, plan: SearchPlan, deadline: Deadline, report: Report,
                     context: grpc.aio.ServicerContext, notices: list[str]) -> search_pb2.SearchResponse | None:

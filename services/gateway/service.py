@@ -1,4 +1,4 @@
-"""Gateway process: SearchService, IngestService and CollectionService on one port."""
+"""Gateway process: SearchService, IngestService, CollectionService, SnapshotService and AliasService on one port."""
 
 from __future__ import annotations
 
@@ -7,16 +7,20 @@ import redis.asyncio as redis
 
 from hybridsearch.common.config import get_settings
 from hybridsearch.common.server import serve
+from hybridsearch.gateway.alias_service import AliasServicer
 from hybridsearch.gateway.auth import gateway_interceptors
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.catalog import Catalog
 from hybridsearch.gateway.collections import CollectionServicer
 from hybridsearch.gateway.ingest import IngestServicer
+from hybridsearch.gateway.reindex import Reindexer
 from hybridsearch.gateway.search import SearchServicer
 from hybridsearch.gateway.snapshots import SnapshotServicer
 from hybridsearch.gateway.write_order import WriteOrder
 from hybridsearch.snapshots.coordinator import Snapshots
 from hybridsearch.v1 import (
+    aliases_pb2,
+    aliases_pb2_grpc,
     collections_pb2,
     collections_pb2_grpc,
     ingest_pb2,
@@ -37,17 +41,20 @@ async def main() -> None:
     catalog = Catalog(settings, backends, order.redis)
     collections = CollectionServicer(settings, backends, catalog, order)
     snapshots = SnapshotServicer(Snapshots(settings, backends, catalog, order))
+    aliases = AliasServicer(Reindexer(settings, backends, catalog, order), collections.dropper)
 
     async def register(server: grpc.aio.Server) -> list[str]:
         search_pb2_grpc.add_SearchServiceServicer_to_server(SearchServicer(settings, backends, catalog), server)
         ingest_pb2_grpc.add_IngestServiceServicer_to_server(IngestServicer(settings, backends, catalog, order), server)
         collections_pb2_grpc.add_CollectionServiceServicer_to_server(collections, server)
         snapshots_pb2_grpc.add_SnapshotServiceServicer_to_server(snapshots, server)
+        aliases_pb2_grpc.add_AliasServiceServicer_to_server(aliases, server)
         return [
             search_pb2.DESCRIPTOR.services_by_name["SearchService"].full_name,
             ingest_pb2.DESCRIPTOR.services_by_name["IngestService"].full_name,
             collections_pb2.DESCRIPTOR.services_by_name["CollectionService"].full_name,
             snapshots_pb2.DESCRIPTOR.services_by_name["SnapshotService"].full_name,
+            aliases_pb2.DESCRIPTOR.services_by_name["AliasService"].full_name,
         ]
 
     async def stop() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 import grpc
 
@@ -47,17 +48,18 @@ class StoredTexts:
         self.settings, self.backends = settings, backends
         self.sealer = Sealer(settings)  # a sealed collection's chunks are opened as they are read (gateway.sealed)
 
-    async def chunks(self, hits: list[tuple[str, str, str]],
-                     deadline: Deadline) -> dict[tuple[str, str], common_pb2.Chunk]:
-        """The stored chunks of these (collection, doc id, chunk id) by (collection, chunk id); Refusal when a
-        store cannot answer."""
+    async def chunks(self, hits: list[tuple[str, str, str]], deadline: Deadline,
+                     stored: Callable[[str], str] = str) -> dict[tuple[str, str], common_pb2.Chunk]:
+        """The stored chunks of these (collection, doc id, chunk id) by (collection, chunk id); `stored` names the
+        store name of a collection (an alias's serving generation: SearchPlan.stored_of). Refusal when a store
+        cannot answer."""
         wanted: dict[tuple[str, bool], set[str]] = {}
         for collection, doc_id, chunk_id in hits:
             passage = chunk_id.rpartition("#")[2].startswith("p")
             wanted.setdefault((collection, passage), set()).add(doc_id)
         stubs = {True: self.backends.vector, False: self.backends.bm25}
         places = list(wanted)
-        calls = [stubs[passage].GetChunks(common_pb2.GetChunksRequest(collection=c, doc_ids=sorted(wanted[c, passage])),
+        calls = [stubs[passage].GetChunks(common_pb2.GetChunksRequest(collection=stored(c), doc_ids=sorted(wanted[c, passage])),
                                           timeout=deadline.left())
                  for c, passage in places]
         try:
@@ -79,7 +81,7 @@ class StoredTexts:
             return
         t = time.perf_counter()
         try:
-            chunks = await self.chunks([(plan.collection, h.doc_id, h.chunk_id) for h in missing], deadline)
+            chunks = await self.chunks([(plan.collection, h.doc_id, h.chunk_id) for h in missing], deadline, plan.stored_of)
         except Refusal as err:
             report.notice(f"texts of {len(missing)} hits not shown: {err}")
             return

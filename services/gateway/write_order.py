@@ -17,8 +17,13 @@ epoch means a drop overlapped it, and it is written again (writes are idempotent
 documents skips them, one that lost them writes them again) until one attempt runs clear of drops, so an
 acknowledged write is whole in both stores, whatever raced it.
 
-Redis unreachable: the write is ordered by this gateway's lock alone (logged); a drop needs Redis anyway
-(gateway/drop.py), so none runs through a gateway that cannot reach it.
+The same transaction reads the collection's alias record (gateway/aliases.py): the write goes to every
+generation it names (the serving one first), and a record changed by the time the write is done (a re-index
+began, a switch) makes it run again like a drop would, to the generations the new record names.
+
+Redis unreachable: the write is ordered by this gateway's lock alone (logged), to the generations of the alias
+record this gateway read last; a drop needs Redis anyway (gateway/drop.py), so none runs through a gateway that
+cannot reach it.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from hybridsearch.common import metrics
 from hybridsearch.common.gates import CollectionGates
 from hybridsearch.common.holds import hold_key
 from hybridsearch.common.validation import Refusal
+from hybridsearch.gateway.aliases import ALIASES_KEY, written_names
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +73,13 @@ def restoring_key(collection: str) -> str:
 
 @dataclass(frozen=True)
 class Seen:
-    """What a write saw before it started: the collection's drop epoch, and whether a drop holds it now."""
+    """What a write saw before it started: the collection's drop epoch, whether a drop holds it now, and its
+    alias record as stored (None: no alias)."""
 
     epoch: int
     dropping: bool  # a drop or a restore holds it: wait
     restoring: str = ""  # a restore's mark stands (the snapshot's location): refuse
+    alias: bytes | None = None
 
 
 class WriteOrder:
@@ -82,6 +90,7 @@ class WriteOrder:
         self.local = CollectionGates()  # this gateway's writes of a collection together, its drop alone
         self._warned = 0.0
         self._down_until = 0.0  # after Redis failed to answer, not asked again until then (no connect timeout a write)
+        self._aliases: dict[str, bytes | None] = {}  # collection -> its alias record as last read (Redis down: used)
 
     @asynccontextmanager
     async def dropping(self, collection: str) -> AsyncIterator[None]:
@@ -97,9 +106,10 @@ class WriteOrder:
                 # then gone: the epochs of dropped collections do not pile up
                 await self.redis.pipeline(transaction=True).incr(key).expire(key, EPOCH_TTL_S).execute()
 
-    async def write(self, collection: str, attempt: Callable[[], Awaitable[T]], deadline: float) -> T:
-        """`attempt()` (one idempotent write to both stores) until one runs clear of drops; its result.
-        `deadline`: time.monotonic() by which to give up waiting for a drop (a Refusal, UNAVAILABLE)."""
+    async def write(self, collection: str, attempt: Callable[[list[str]], Awaitable[T]], deadline: float) -> T:
+        """`attempt(stored_names)` (one idempotent write to both stores of each stored name, in order) until one
+        runs clear of drops and alias changes; its result. `deadline`: time.monotonic() by which to give up
+        waiting for a drop (a Refusal, UNAVAILABLE)."""
         for attempts in range(1, MAX_ATTEMPTS + 1):
             async with self.local.using(collection):
                 seen = await self._seen(collection)
@@ -108,11 +118,13 @@ class WriteOrder:
                                   "was cut short: writes wait for it (run the restore again to finish it, or drop the "
                                   "collection)", grpc.StatusCode.FAILED_PRECONDITION)
                 if seen is None or not seen.dropping:
-                    result = await attempt()
-                    if seen is None or await self._epoch(collection) == seen.epoch:
+                    alias = self._aliases.get(collection) if seen is None else seen.alias
+                    result = await attempt(written_names(collection, alias))
+                    if seen is None or await self._state(collection) == (seen.epoch, seen.alias):
                         return result
                     metrics.WRITE_RACES.inc()
-                    log.info("a write of %s overlapped a drop: written again (attempt %d)", collection, attempts + 1)
+                    log.info("a write of %s overlapped a drop or an alias change: written again (attempt %d)",
+                             collection, attempts + 1)
                     continue
             # another gateway drops the collection now: wait until it is done, then write
             if time.monotonic() + POLL_S > deadline:
@@ -122,26 +134,32 @@ class WriteOrder:
                       f"acknowledged; retry, it is safe", grpc.StatusCode.UNAVAILABLE)
 
     async def _seen(self, collection: str) -> Seen | None:
-        """The epoch and the drop hold, read together; None when Redis cannot be reached."""
+        """The epoch, the drop hold, the restore mark and the alias record, read together; None when Redis cannot
+        be reached."""
         if time.monotonic() < self._down_until:
             return None
         try:
             async with self.redis.pipeline(transaction=True) as pipe:
-                epoch, holder, mark = await (pipe.get(epoch_key(collection)).get(hold_key(collection))
-                                             .get(restoring_key(collection)).execute())
+                epoch, holder, mark, alias = await (pipe.get(epoch_key(collection)).get(hold_key(collection))
+                                                    .get(restoring_key(collection)).hget(ALIASES_KEY, collection)
+                                                    .execute())
         except (RedisError, OSError) as err:
             self._unordered(collection, err)
             return None
         holder = holder.decode() if isinstance(holder, bytes) else (holder or "")
         mark = mark.decode() if isinstance(mark, bytes) else (mark or "")
-        return Seen(int(epoch or 0), holder.startswith(WAITED_FOR), mark)
+        self._aliases[collection] = alias
+        return Seen(int(epoch or 0), holder.startswith(WAITED_FOR), mark, alias)
 
-    async def _epoch(self, collection: str) -> int | None:
+    async def _state(self, collection: str) -> tuple[int, bytes | None] | None:
+        """The epoch and the alias record now."""
         try:
-            return int(await self.redis.get(epoch_key(collection)) or 0)
+            async with self.redis.pipeline(transaction=True) as pipe:
+                epoch, alias = await pipe.get(epoch_key(collection)).hget(ALIASES_KEY, collection).execute()
         except (RedisError, OSError) as err:
             self._unordered(collection, err)
             return None
+        return int(epoch or 0), alias
 
     def _unordered(self, collection: str, err: Exception) -> None:
         now = time.monotonic()

@@ -12,11 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import redis.asyncio as redis
+from redis.exceptions import RedisError
 
 from hybridsearch.common.config import Settings
 from hybridsearch.common.holds import Holds
 from hybridsearch.common.hashed_terms import HashedTerms, hashes_terms
 from hybridsearch.common.sealing import Sealer
+from hybridsearch.gateway.aliases import Aliases
 from hybridsearch.common.server import insecure_channel
 from hybridsearch.reconcile.plan import Plan, Store, plan_repairs
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, vector_pb2_grpc
@@ -69,13 +71,28 @@ class Reconciler:
         return plan_repairs(bm25, vector), {"bm25": len(bm25), "vector": len(vector)}
 
     async def run(self, collection: str, dry_run: bool = False) -> Report:
-        """Reconciles one collection, holding it meanwhile; common.holds.Held when someone else holds it."""
+        """Reconciles one collection, holding it meanwhile; common.holds.Held when someone else holds it. An
+        alias (gateway/aliases.py): each generation its writes reach, the serving one's report answered (the
+        others' drift in `reingest` is theirs)."""
         async with self.holds.hold_if_reachable(collection, HOLDER, "reconcile") as held:
-            report = await self._run(collection, dry_run)
+            stored = await self._stored(collection)
+            reports = [await self._run(name, dry_run, collection) for name in stored]
+        report = reports[0]
+        for other in reports[1:]:
+            report.repaired += other.repaired
+            report.reingest += [f"{other.collection}/{doc_id}" for doc_id in other.reingest]
         report.held = held
         return report
 
-    async def _run(self, collection: str, dry_run: bool) -> Report:
+    async def _stored(self, collection: str) -> list[str]:
+        """The stored names of `collection`: an alias's generations kept in step, the serving one first."""
+        try:
+            alias = await Aliases(self.redis).get(collection)
+        except (RedisError, OSError):
+            return [collection]
+        return alias.written if alias is not None else [collection]
+
+    async def _run(self, collection: str, dry_run: bool, public: str | None = None) -> Report:
         plan, documents = await self.plan(collection)
         report = Report(collection, documents, plan.counts(), dry_run=dry_run, reingest=list(plan.unrepairable))
         repairs = plan.repairs
@@ -84,7 +101,7 @@ class Reconciler:
             repairs = []
         if dry_run:
             return report
-        seal = self.sealer.of(collection)  # SealingError: a sealed collection's copies need its key
+        seal = self.sealer.of(public or collection)  # SealingError: a sealed collection's copies need its key
         for source in Store:
             ids = [r.doc_id for r in repairs if r.source is source]
             for start in range(0, len(ids), COPY_BATCH):

@@ -37,7 +37,7 @@ from hybridsearch.common.collections import collection_config
 from hybridsearch.common.config import Settings
 from hybridsearch.common.holds import Held, Holds
 from hybridsearch.common.sealing import KeysFile, keys_path
-from hybridsearch.common.validation import Refusal, check_collection
+from hybridsearch.common.validation import Refusal, check_collection, check_written_collection
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.catalog import Catalog
 from hybridsearch.gateway.write_order import RESTORE_HOLDER, WriteOrder, restoring_key
@@ -109,17 +109,18 @@ class Snapshots:
     # --- create ------------------------------------------------------------------------------------------
 
     async def create(self, collection: str, repository: str) -> snapshots_pb2.CreateSnapshotResponse:
-        collection = check_collection(collection)
+        collection = check_written_collection(collection)
         repo = self._repository(repository)
         if await self.catalog.missing([collection]):
             raise Refusal(f"collection {collection!r} does not exist", grpc.StatusCode.NOT_FOUND)
+        stored = (await self.catalog.stored([collection]))[collection]  # an alias: its serving generation
         started = time.monotonic()
         sid = snapshot_id(collection)
         lease = f"{LEASES}/{sid}.json"
         await asyncio.to_thread(repo.write, lease, json.dumps({"at": datetime.now(timezone.utc).isoformat()}).encode())
         try:
             async with self._held(collection, CREATE_HOLDER):
-                manifest = await self._take(collection, sid, repo)
+                manifest = await self._take(collection, stored, sid, repo)
             key = manifest_key(collection, sid)
             async with self._repository_hold(repo):
                 missing = await asyncio.to_thread(lambda: [p for p in manifest.pieces() if not repo.exists(piece_key(p))])
@@ -134,9 +135,10 @@ class Snapshots:
         return snapshots_pb2.CreateSnapshotResponse(
             snapshot=info(manifest, location_of(repo, key), time.monotonic() - started))
 
-    async def _take(self, collection: str, sid: str, repo: Repository) -> Manifest:
-        """Both stores' parts: their states taken while this gateway's writes of the collection are held."""
-        request = stores_pb2.SnapshotStoreRequest(collection=collection, snapshot_id=sid, repository=repo.location)
+    async def _take(self, collection: str, stored: str, sid: str, repo: Repository) -> Manifest:
+        """Both stores' parts (of `stored`, the collection's name in the stores): their states taken while this
+        gateway's writes of the collection are held."""
+        request = stores_pb2.SnapshotStoreRequest(collection=stored, snapshot_id=sid, repository=repo.location)
         calls = []
         try:
             async with self.order.local.dropping(collection):  # the calls start here: a store takes its state at once
@@ -158,7 +160,8 @@ class Snapshots:
         keys = self.keys.collection(collection) if config.sealed else None
         return Manifest(
             id=sid, collection=collection, created_at=datetime.now(timezone.utc), write_pause_ms=round(pause_ms, 2),
-            collection_config=config.model_dump(mode="json"), embedder=self.settings.vector.embedder,
+            collection_config=config.model_dump(mode="json"),
+            embedder=next(p for p in parts if p.store == Store.VECTOR).details.get("embedder", self.settings.vector.embedder),
             embedder_fingerprint=embedder_fingerprint(next(p for p in parts if p.store == Store.VECTOR)),
             sealed_key_ids=keys.key_ids if keys is not None else [], parts=parts,
             bytes_total=sum(p.size for p in parts), bytes_new=sum(last.bytes_written for last in written))
@@ -291,10 +294,13 @@ class Snapshots:
     async def restore(self, location: str, target: str) -> snapshots_pb2.RestoreSnapshotResponse:
         started = time.monotonic()
         repo, manifest = await self._manifest(location)
-        target = check_collection(target or manifest.collection)
+        target = check_written_collection(target or manifest.collection)
         self._fits(manifest, target)
         mark = restoring_key(target)
         try:
+            if await self.catalog.aliases.get(target) is not None:
+                raise Refusal(f"{target!r} is an alias: drop it, or restore under another name",
+                              grpc.StatusCode.ALREADY_EXISTS)
             pending = await self.redis.get(mark)
         except (RedisError, OSError) as err:
             raise Refusal(f"Redis is not reachable ({type(err).__name__}): a restore needs it; retry") from None

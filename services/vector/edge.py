@@ -5,6 +5,12 @@ filters and write semantics as the server path (`store.ChunkPointStore`), and th
 search settings: `collection_config`, `payload_indexes`, `search_params` and `qdrant_filter` build
 qdrant-client models, which `edge_config`, `edge_search_params` and `edge_filter` translate.
 
+Each shard's folder also holds SPACE_FILE, the collection's VectorSpace (its embedder and dimension):
+qdrant-edge leaves a file it does not know alone in a shard's folder (it creates, loads, writes and
+optimizes around it), so a drop removes the record with the shard and a snapshot (the folder copied,
+then renamed into place) carries it. Shards are created and loaded with their own dimension; a shard
+without the file (made before collections recorded theirs) has the default embedder's.
+
 Indexing. An edge shard has no background optimizer: writes land in an appendable segment that is
 searched by scan, and `EdgeShard.optimize()` (blocking) builds HNSW for segments above the indexing
 threshold, merges small segments and vacuums deleted points. This store runs it from a per-collection
@@ -23,6 +29,7 @@ touches a shard.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import shutil
@@ -40,6 +47,7 @@ from hybridsearch.vector.store import (
     SCROLL_PAGE,
     UPSERT_BATCH,
     ChunkPointStore,
+    VectorSpace,
     collection_config,
     payload_indexes,
     qdrant_filter,
@@ -49,6 +57,7 @@ from hybridsearch.vector.store import (
 log = logging.getLogger(__name__)
 
 CONFIG_FILE = "edge_config.json"  # what EdgeShard.create writes: its presence means the shard exists
+SPACE_FILE = "hybridsearch-collection.json"  # the collection's VectorSpace, beside qdrant-edge's own files
 # HNSW full_scan_threshold (KB of vectors), Qdrant's default: a segment, or a filter's candidate set,
 # smaller than this is scored by scan instead of the graph.
 FULL_SCAN_KB = 10_000
@@ -122,8 +131,16 @@ def edge_filter(flt: models.Filter | None) -> qe.Filter | None:
     return qe.Filter(must=clause(flt.must), should=clause(flt.should), must_not=clause(flt.must_not))
 
 
+def write_space(path: Path, space: VectorSpace) -> None:
+    """Records the space in a shard's folder (made if need be), in one step: a reader never sees half of it."""
+    path.mkdir(parents=True, exist_ok=True)
+    part = path / f"{SPACE_FILE}.part"
+    part.write_text(json.dumps(vars(space)))
+    os.replace(part, path / SPACE_FILE)
+
+
 class EdgeStore(ChunkPointStore):
-    """Shards under `path`, opened on first use and kept open until `close`."""
+    """Shards under `path`, opened on first use and kept open until `close`, each with its VectorSpace."""
 
     def __init__(self, *, path: Path, dim: int = 384, settings: VectorSettings | None = None,
                  quiet_s: float = 2.0, max_defer_s: float = 60.0) -> None:
@@ -131,13 +148,14 @@ class EdgeStore(ChunkPointStore):
         self.name = "qdrant-edge"
         self.root = path
         self.quiet_s, self.max_defer_s = quiet_s, max_defer_s
-        self._config = edge_config(self.cfg, dim)
         self._search_params = edge_search_params(search_params(self.cfg))
         self._indexes = {field: _enum(qe.PayloadSchemaType, schema)
                          for field, schema in payload_indexes(self.cfg).items()}
         self._shards: dict[str, qe.EdgeShard] = {}
+        self._spaces: dict[str, VectorSpace] = {}  # of the open shards
         self._open_lock = asyncio.Lock()
-        self._opening: dict[tuple[str, bool], asyncio.Task] = {}  # (collection, create) -> its open in flight
+        # (collection, the space to create it with, or None: open only) -> its open in flight
+        self._opening: dict[tuple[str, VectorSpace | None], asyncio.Task] = {}
         self._closed = False
         # Per collection: points written since the last optimize, last write time, maintenance task.
         self._backlog: dict[str, int] = {}
@@ -147,24 +165,33 @@ class EdgeStore(ChunkPointStore):
     def _path(self, collection: str) -> Path:
         return self.root / check_collection(collection)  # the name becomes a directory: validated here too
 
-    def _open_sync(self, path: Path) -> tuple[qe.EdgeShard, int]:
+    def _read_space(self, path: Path) -> VectorSpace:
+        """A shard's recorded space; the default one when it has no record."""
+        file = path / SPACE_FILE
+        return VectorSpace(**json.loads(file.read_text())) if file.exists() else self.default_space
+
+    def _open_sync(self, path: Path) -> tuple[qe.EdgeShard, VectorSpace, int]:
         """Loads (the current settings overwrite the stored ones; segments converge to them on the next
-        optimize) or creates a shard, adds missing payload indexes, and says how many points lack HNSW."""
+        optimize) or creates a shard with its recorded space's dimension, adds missing payload indexes,
+        and says how many points lack HNSW."""
+        space = self._read_space(path)
+        config = edge_config(self.cfg, space.dim)
         if (path / CONFIG_FILE).exists():
-            shard = qe.EdgeShard.load(str(path), self._config)
+            shard = qe.EdgeShard.load(str(path), config)
         else:
-            shard = qe.EdgeShard.create(str(path), self._config)
+            shard = qe.EdgeShard.create(str(path), config)
         info = shard.info()
         for field, schema in self._indexes.items():
             if field not in info.payload_schema:  # building an index on a loaded shard is O(points): once
                 shard.update(qe.UpdateOperation.create_field_index(field, schema))
-        return shard, max(0, info.points_count - info.indexed_vectors_count)
+        return shard, space, max(0, info.points_count - info.indexed_vectors_count)
 
-    async def _shard(self, collection: str, create: bool = False) -> qe.EdgeShard | None:
-        """The collection's open shard (None: none on disk and not `create`). Opening is a task of its own,
-        run to its end whoever waits for it: a search cancelled by its deadline leaves the open going and
-        the next one finds the shard (a 1M-point shard takes ~8 s to open; were the open cancelled with its
-        caller, searches with shorter deadlines would start it again and again and never get it)."""
+    async def _shard(self, collection: str, create: VectorSpace | None = None) -> qe.EdgeShard | None:
+        """The collection's open shard (None: none on disk and no space to `create` it with). Opening is a
+        task of its own, run to its end whoever waits for it: a search cancelled by its deadline leaves the
+        open going and the next one finds the shard (a 1M-point shard takes ~8 s to open; were the open
+        cancelled with its caller, searches with shorter deadlines would start it again and again and never
+        get it)."""
         if (shard := self._shards.get(collection)) is not None:
             return shard
         path, key = self._path(collection), (collection, create)  # a bad name fails here, in its caller
@@ -173,30 +200,41 @@ class EdgeStore(ChunkPointStore):
             opening.add_done_callback(lambda task: self._opened(key, task))
         return await asyncio.shield(opening)
 
-    def _opened(self, key: tuple[str, bool], task: asyncio.Task) -> None:
+    def _opened(self, key: tuple[str, VectorSpace | None], task: asyncio.Task) -> None:
         if self._opening.get(key) is task:
             del self._opening[key]
         if not task.cancelled() and (err := task.exception()) is not None and not isinstance(err, EngineUnavailable):
             log.warning("%s: opening %s failed: %r", self.name, key[0], err)  # retrieved: every waiter may be gone
 
-    async def _open(self, collection: str, path: Path, create: bool) -> qe.EdgeShard | None:
+    async def _open(self, collection: str, path: Path, create: VectorSpace | None) -> qe.EdgeShard | None:
         async with self._open_lock:
             if self._closed:
                 raise EngineUnavailable(f"{self.name}: the store is closed")
             if (shard := self._shards.get(collection)) is None:
-                if not create and not (path / CONFIG_FILE).exists():
-                    return None
+                if not (path / CONFIG_FILE).exists():
+                    if create is None:
+                        return None
+                    # Before the shard: a shard is never without its record (a record left without a shard by
+                    # a crash is no collection, and the next create writes its own).
+                    await asyncio.to_thread(write_space, path, create)
                 started = time.perf_counter()
-                shard, unindexed = await asyncio.to_thread(self._open_sync, path)
-                log.info("%s: opened %s in %.2fs (%d points without HNSW)", self.name, path,
-                         time.perf_counter() - started, unindexed)
-                self._shards[collection] = shard
+                shard, space, unindexed = await asyncio.to_thread(self._open_sync, path)
+                log.info("%s: opened %s in %.2fs (%s, %d dimensions; %d points without HNSW)", self.name, path,
+                         time.perf_counter() - started, space.embedder, space.dim, unindexed)
+                self._shards[collection], self._spaces[collection] = shard, space
                 if unindexed:  # e.g. a bulk load stopped before its index build: build it when idle
                     self._written(collection, unindexed)
             return shard
 
-    async def ensure_collection(self, collection: str) -> None:
-        await self._shard(collection, create=True)
+    async def create(self, collection: str, space: VectorSpace) -> VectorSpace:
+        await self._shard(collection, create=space)
+        return self._spaces[collection]
+
+    async def space_of(self, collection: str) -> VectorSpace | None:
+        """Opens the shard (reading its record) when it is not open yet."""
+        if await self._shard(collection) is None:
+            return None
+        return self._spaces.get(collection)
 
     async def exists(self, collection: str) -> bool:
         return collection in self._shards or (self._path(collection) / CONFIG_FILE).exists()
@@ -215,6 +253,7 @@ class EdgeStore(ChunkPointStore):
                 await asyncio.gather(task, return_exceptions=True)
             async with self._open_lock:
                 shard = self._shards.pop(collection, None)
+                self._spaces.pop(collection, None)
             existed = shard is not None or (path / CONFIG_FILE).exists()
             if shard is not None:
                 await asyncio.to_thread(shard.close)
@@ -224,8 +263,9 @@ class EdgeStore(ChunkPointStore):
         return existed
 
     async def capture(self, collection: str, folder: Path) -> bool:
-        """The shard flushed and its folder copied (qdrant-edge changes its files in place: a link would not
-        keep them), under the writers' lock: no write, optimize or maintenance of it runs meanwhile."""
+        """The shard flushed and its folder copied, its record (SPACE_FILE) with it (qdrant-edge changes its
+        files in place: a link would not keep them), under the writers' lock: no write, optimize or
+        maintenance of it runs meanwhile."""
         async with self._lock:
             if (shard := await self._shard(collection)) is None:
                 return False
@@ -234,7 +274,8 @@ class EdgeStore(ChunkPointStore):
         return True
 
     async def install(self, collection: str, folder: Path) -> None:
-        """The restored folder moved into place in one step; opened on first use."""
+        """The restored folder moved into place in one step, its record with it; opened on first use (with the
+        recorded space)."""
         path = self._path(collection)
         async with self._lock, self._open_lock:
             if collection in self._shards or path.exists():
@@ -260,7 +301,7 @@ class EdgeStore(ChunkPointStore):
 
     async def _replace(self, collection: str, ids: list[str], vectors: np.ndarray, payloads: list[dict],
                        stale: list[str]) -> None:
-        shard = await self._shard(collection, create=True)
+        shard = await self._shard(collection, create=self.default_space)
 
         def replace() -> None:
             for start in range(0, len(ids), UPSERT_BATCH):
@@ -275,12 +316,12 @@ class EdgeStore(ChunkPointStore):
         self._written(collection, len(ids) + len(stale))
 
     async def _delete_points(self, collection: str, ids: list[str]) -> None:
-        shard = await self._shard(collection, create=True)
+        shard = await self._shard(collection, create=self.default_space)
         await asyncio.to_thread(shard.update, qe.UpdateOperation.delete_points(ids))
         self._written(collection, len(ids))
 
     async def _set_payloads(self, collection: str, updates: list[tuple[str, dict]]) -> None:
-        shard = await self._shard(collection, create=True)
+        shard = await self._shard(collection, create=self.default_space)
 
         def update() -> None:
             for point, payload in updates:
@@ -378,6 +419,6 @@ class EdgeStore(ChunkPointStore):
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            shards, self._shards = self._shards, {}
+            shards, self._shards, self._spaces = self._shards, {}, {}
             for shard in shards.values():
                 await asyncio.to_thread(shard.close)

@@ -1,5 +1,5 @@
-"""The interface between the vector service and its engine (embedder + store: qdrant-edge, Qdrant),
-the same shape as the BM25 service's (bm25.engine.LexicalEngine)."""
+"""The interface between the vector service and its engine (embedders + store: qdrant-edge, Qdrant; each
+collection embedded by its own), the same shape as the BM25 service's (bm25.engine.LexicalEngine)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Protocol
 
 from hybridsearch.common.stores import EngineStats, UpsertResult
 from hybridsearch.v1 import common_pb2
+from hybridsearch.vector.store import VectorSpace
 
 
 class DenseEngine(Protocol):
@@ -15,6 +16,12 @@ class DenseEngine(Protocol):
 
     name: str
     store: object  # the chunk store (its `name` is the engine's in the tag leg's status)
+
+    async def create(self, collection: str, embedder: str) -> tuple[bool, VectorSpace]:
+        """The collection, empty, for vectors of `embedder` (empty: the default), its embedder recorded:
+        (created, its space). A Refusal: an unknown embedder, one whose model is not installed, or an existing
+        collection of another embedder (ALREADY_EXISTS)."""
+        ...
 
     async def upsert(self, collection: str, chunks: list[common_pb2.Chunk]) -> UpsertResult: ...
 

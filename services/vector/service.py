@@ -1,5 +1,10 @@
 """VectorService: embeds queries and chunks, searches Qdrant, optional Rocchio feedback.
 
+Embedders per collection: each collection's vectors are made by the embedder recorded with it (the
+store's VectorSpace), the deployment's default (vector.embedder) unless CreateCollection named another:
+a collection is re-indexed into a generation collection (`notes.g2`) embedded with another model, beside
+the serving one, in this same process.
+
 Typo tolerance: a search that asks for `fuzzy` embeds its original query, and the variants built on its
 words, as the BM25 service corrects them (Bm25Service.Correct: each word the index does not know replaced by
 its likeliest indexed neighbour), since the embedder has no fuzzy matching of its own. A query whose
@@ -11,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 
 import grpc
 import numpy as np
@@ -23,63 +29,159 @@ from hybridsearch.common.store_servicer import StoreServicerMixin, StoreSnapshot
 from hybridsearch.common.collections import collection_config
 from hybridsearch.common.stores import UpsertResult, content_of, picked_metadata, span_of
 from hybridsearch.common.tags import query_keywords
-from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection, check_doc_ids, check_filters
+from hybridsearch.common.models import ModelUnavailable
+from hybridsearch.common.validation import (
+    InvalidArgument,
+    Refusal,
+    abort_invalid,
+    check_collection,
+    check_doc_ids,
+    check_filters,
+)
 from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2, vector_pb2, vector_pb2_grpc
-from hybridsearch.vector.embedder import EmbeddingCache, QueryEncoder, open_embedder
+from hybridsearch.vector.embedder import EMBEDDERS, EmbeddingCache, QueryEncoder, open_embedder
 from hybridsearch.vector.edge import EdgeStore
 from hybridsearch.vector.engine import DenseEngine
 from hybridsearch.vector.neighbours import EdgeWeights, ranked, strongest
 from hybridsearch.vector.query_cache import QueryVectorCache
-from hybridsearch.vector.store import NEIGHBOUR_CHUNKS, ChunkPointStore, QdrantStore
+from hybridsearch.vector.store import NEIGHBOUR_CHUNKS, ChunkPointStore, QdrantStore, VectorSpace
 
 MAX_SEEDS = 50
 
 
+@dataclass(frozen=True)
+class Embedder:
+    """One embedder's models in this process: passages (through the on-disk cache when it is on), the query
+    encoder, and the query vector cache in front of it (its key names the encoder: no vector of another
+    embedder ever answers)."""
+
+    name: str
+    dim: int
+    passages: object  # OnnxEmbedder's interface: embed(texts) -> vectors
+    encoder: QueryEncoder
+    queries: QueryVectorCache
+
+    async def close(self) -> None:
+        await self.queries.close()
+        self.encoder.close()
+
+
 class VectorEngine:
-    """Embedder + store (a DenseEngine); what StoreServicerMixin and Search call."""
+    """Embedders + store (a DenseEngine); what StoreServicerMixin and Search call.
+
+    Every call on a collection embeds with the collection's own embedder, as its store records it (the
+    store keeps it in memory once read, and forgets it when the collection is dropped; a restored one is
+    read anew). The embedders are opened on first use, each once for the process (the default one at start,
+    so a deployment whose model is missing fails there as before); the searches and writes of a collection
+    whose embedder cannot be opened here are refused (FAILED_PRECONDITION), the other collections served.
+    """
 
     def __init__(self, settings: Settings) -> None:
         cfg = settings.vector
-        embedder = open_embedder(cfg.embedder, cfg.max_seq_length, cfg.batch_size)
-        self.query_encoder = QueryEncoder(cfg.embedder, cfg.max_seq_length)
-        # Queries repeat (pages, retries, dashboards, one query over several collections, variants that
-        # repeat the query): their vectors are kept in memory and in Redis (vector/query_cache.py).
-        self.query_vectors = QueryVectorCache.from_settings(settings, self.query_encoder)
-        # Passages go through the on-disk cache.
-        self.embedder = (EmbeddingCache(settings.data_dir / "cache" / "embeddings.sqlite", embedder, cfg.max_seq_length)
-                         if cfg.embedding_cache else embedder)
+        self.settings = settings
+        default = self._embedder_of_models(cfg.embedder, *self._open_models(cfg.embedder))
+        self._embedders: dict[str, Embedder] = {cfg.embedder: default}
+        self._opening: dict[str, asyncio.Task] = {}  # embedder name -> its open in flight
+        self._creating = asyncio.Lock()  # CreateCollection's look-then-create, one at a time
         self.store: ChunkPointStore
         if cfg.engine == "embedded":  # Qdrant's engine in-process: HNSW, payload indexes (vector/edge.py)
-            self.store = EdgeStore(path=settings.data_dir / "qdrant-edge", dim=self.embedder.dim, settings=cfg)
+            self.store = EdgeStore(path=settings.data_dir / "qdrant-edge", dim=default.dim, settings=cfg)
         elif cfg.engine == "local":  # qdrant-client's local mode: exact scan in Python, for small collections
-            self.store = QdrantStore(path=settings.data_dir / "qdrant", dim=self.embedder.dim, settings=cfg)
+            self.store = QdrantStore(path=settings.data_dir / "qdrant", dim=default.dim, settings=cfg)
         elif cfg.engine == "qdrant":
-            self.store = QdrantStore(url=cfg.qdrant_url, dim=self.embedder.dim, settings=cfg)
+            self.store = QdrantStore(url=cfg.qdrant_url, dim=default.dim, settings=cfg)
         else:
             raise ValueError(f"unknown vector engine {cfg.engine!r} (embedded | local | qdrant)")
-        self.settings = settings
         self.feedback_weight = cfg.feedback_weight
-        self.name = f"{self.store.name}+{self.embedder.name}"
+        self.name = f"{self.store.name}+{default.name}"
 
-    async def embed(self, texts: list[str]) -> np.ndarray:
-        """Passage vectors (through the on-disk cache when it is on)."""
-        return await asyncio.to_thread(self.embedder.embed, texts)
+    def _open_models(self, name: str) -> tuple[object, QueryEncoder]:
+        """The passage embedder (through the on-disk cache when it is on) and the query encoder of `name`;
+        ModelUnavailable when its files are not installed. Blocking (models load)."""
+        cfg = self.settings.vector
+        embedder = open_embedder(name, cfg.max_seq_length, cfg.batch_size)
+        cache = self.settings.data_dir / "cache" / "embeddings.sqlite"
+        passages = EmbeddingCache(cache, embedder, cfg.max_seq_length) if cfg.embedding_cache else embedder
+        return passages, QueryEncoder(name, cfg.max_seq_length)
 
-    async def embed_queries(self, texts: list[str], timings: dict[str, float]) -> np.ndarray:
-        """Query vectors through the query cache; `timings` gets `embed` (waiting for the model: 0 when
-        every vector was cached) and, with a cache level on, `embed_cache` (the lookups)."""
-        got = await self.query_vectors.embed(texts)
+    def _embedder_of_models(self, name: str, passages, encoder: QueryEncoder) -> Embedder:
+        # Queries repeat (pages, retries, dashboards, one query over several collections, variants that
+        # repeat the query): their vectors are kept in memory and in Redis (vector/query_cache.py).
+        queries = QueryVectorCache.from_settings(self.settings, encoder)
+        return Embedder(name, encoder.dim, passages, encoder, queries)
+
+    async def _embedder(self, name: str) -> Embedder:
+        """The named embedder, opened on first use. Opening is a task of its own, run to its end whoever waits
+        for it (as EdgeStore opens shards): a search cancelled by its deadline leaves the models loading, and
+        the next call finds them. ModelUnavailable when they cannot be opened (tried again by the next call:
+        installing a model needs no restart)."""
+        if (embedder := self._embedders.get(name)) is not None:
+            return embedder
+        if (opening := self._opening.get(name)) is None:
+            opening = self._opening[name] = asyncio.create_task(self._open(name))
+            opening.add_done_callback(lambda task: self._opened(name, task))
+        return await asyncio.shield(opening)
+
+    async def _open(self, name: str) -> Embedder:
+        passages, encoder = await asyncio.to_thread(self._open_models, name)
+        embedder = self._embedders[name] = self._embedder_of_models(name, passages, encoder)
+        return embedder
+
+    def _opened(self, name: str, task: asyncio.Task) -> None:
+        if self._opening.get(name) is task:
+            del self._opening[name]
+        if not task.cancelled() and (err := task.exception()) is not None:  # retrieved: every waiter may be gone
+            log.warning("embedder %s could not be opened: %s", name, err)
+
+    async def _collection_embedder(self, collection: str) -> Embedder:
+        """The embedder of the collection's vectors (the default for a collection the store does not hold);
+        a Refusal (FAILED_PRECONDITION) when it cannot be opened here."""
+        space = await self.store.space_of(collection)
+        name = space.embedder if space is not None else self.settings.vector.embedder
+        try:
+            return await self._embedder(name)
+        except ModelUnavailable as err:
+            raise Refusal(f"collection {collection!r} is embedded with {name}, which this vector service cannot "
+                          f"open: {err}", grpc.StatusCode.FAILED_PRECONDITION) from err
+
+    async def create(self, collection: str, embedder: str) -> tuple[bool, VectorSpace]:
+        """The collection created empty for `embedder` (empty: the default) unless the store holds it:
+        (created, its space)."""
+        name = embedder or self.settings.vector.embedder
+        if name not in EMBEDDERS:
+            raise InvalidArgument(f"unknown embedder {name!r}: choose one of {', '.join(EMBEDDERS)}")
+        self.store.check_embedder(name)
+        async with self._creating:  # no other create between the look and the create (a write may create it)
+            space = held = await self.store.space_of(collection)
+            if held is None:
+                try:
+                    opened = await self._embedder(name)
+                except ModelUnavailable as err:
+                    raise Refusal(str(err), grpc.StatusCode.FAILED_PRECONDITION) from err
+                space = await self.store.create(collection, VectorSpace(name, opened.dim))
+        if space.embedder != name:
+            raise Refusal(f"collection {collection!r} exists with embedder {space.embedder}, not {name}: drop it "
+                          "first, or create another collection", grpc.StatusCode.ALREADY_EXISTS)
+        return held is None, space
+
+    async def embed_queries(self, embedder: Embedder, texts: list[str], timings: dict[str, float]) -> np.ndarray:
+        """Query vectors through the embedder's query cache; `timings` gets `embed` (waiting for the model: 0
+        when every vector was cached) and, with a cache level on, `embed_cache` (the lookups)."""
+        got = await embedder.queries.embed(texts)
         timings["embed"] = got.model_ms
-        if self.query_vectors.caching:
+        if embedder.queries.caching:
             timings["embed_cache"] = got.cache_ms
         return got.vectors
 
     async def upsert(self, collection: str, chunks: list[common_pb2.Chunk]) -> UpsertResult:
+        # A collection a write creates has the default embedder (changed_documents creates it).
         changed, unchanged = await self.store.changed_documents(collection, chunks)
         todo = [c for c in chunks if c.doc_id in set(changed)]
         result = UpsertResult(documents_unchanged=unchanged)
         if todo:
-            vectors = await self.embed([indexed_text(c.title, c.heading, c.text) for c in todo])
+            embedder = await self._collection_embedder(collection)
+            texts = [indexed_text(c.title, c.heading, c.text) for c in todo]
+            vectors = await asyncio.to_thread(embedder.passages.embed, texts)
             config = collection_config(self.settings, collection)
             written = await self.store.write(collection, todo, vectors, config.tags_field, config.links_field)
             result.documents_written, result.chunks_written = written.documents_written, written.chunks_written
@@ -94,7 +196,8 @@ class VectorEngine:
 
     async def stats(self, collection):
         stats = await self.store.stats(collection)
-        stats.details["embedder"] = self.embedder.name
+        space = await self.store.space_of(collection)
+        stats.details["embedder"] = space.embedder if space is not None else self.settings.vector.embedder
         return stats
 
     async def content_hashes(self, collection, doc_ids):
@@ -124,7 +227,8 @@ class VectorEngine:
         """Ranked lists, one per query (+ Rocchio's); `timings` gets embed (embed_cache) and engine milliseconds.
         Hits ranked below `text_depth` (> 0) come without title and text (LegSearchRequest.text_depth)."""
         timings = {} if timings is None else timings
-        vectors = await self.embed_queries([q.text for q in queries], timings)
+        embedder = await self._collection_embedder(collection)
+        vectors = await self.embed_queries(embedder, [q.text for q in queries], timings)
         embedded = time.perf_counter()
         results = await self.store.search(collection, vectors, limit, filters, with_vectors=feedback_docs > 0)
         lists = [self._ranked(q.kind, q.text, points, metadata_fields, text_depth) for q, points in zip(queries, results)]
@@ -163,7 +267,8 @@ class VectorEngine:
         out = common_pb2.RankedList(leg=common_pb2.LEG_GRAPH, kind=query.kind, query=query.text)
         if not edges:
             return out
-        vectors = await self.embed_queries([query.text], timings)
+        embedder = await self._collection_embedder(collection)
+        vectors = await self.embed_queries(embedder, [query.text], timings)
         searched = time.perf_counter()
         (points,) = await self.store.search(collection, vectors, NEIGHBOUR_CHUNKS, filters,
                                             within=strongest(edges, cfg.candidates))
@@ -183,8 +288,8 @@ class VectorEngine:
         )
 
     async def close(self):
-        await self.query_vectors.close()
-        self.query_encoder.close()
+        for embedder in self._embedders.values():
+            await embedder.close()
         await self.store.close()
 
 
@@ -241,9 +346,9 @@ class VectorServicer(StoreServicerMixin, StoreSnapshotsMixin, vector_pb2_grpc.Ve
             started = time.perf_counter()
             queries = await self._corrected(collection, queries, context)
             timings["correct"] = (time.perf_counter() - started) * 1000
-        async with self.gates.using(collection):
-            lists = await self.engine.search(collection, queries, request.limit, filters, request.feedback_docs,
-                                             timings, tuple(request.metadata_fields), request.text_depth)
+        lists = await self._on(collection, context, self.engine.search(
+            collection, queries, request.limit, filters, request.feedback_docs, timings,
+            tuple(request.metadata_fields), request.text_depth))
         return common_pb2.LegSearchResponse(engine=self.engine.name, lists=trim_texts(lists, request.text_depth),
                                             timings_ms=timings)
 
@@ -266,11 +371,20 @@ class VectorServicer(StoreServicerMixin, StoreSnapshotsMixin, vector_pb2_grpc.Ve
         except InvalidArgument as err:
             await abort_invalid(context, err)
         timings: dict[str, float] = {}
-        async with self.gates.using(collection):
-            ranked_list = await self.engine.neighbours(collection, seeds, request.query, request.limit, filters,
-                                                       fields, timings)
+        ranked_list = await self._on(collection, context, self.engine.neighbours(
+            collection, seeds, request.query, request.limit, filters, fields, timings))
         return common_pb2.LegSearchResponse(engine=f"{self.engine.store.name} links", lists=[ranked_list],
                                             timings_ms=timings)
+
+    async def CreateCollection(self, request: vector_pb2.CreateVectorCollectionRequest,
+                               context) -> vector_pb2.CreateVectorCollectionResponse:
+        """The collection, empty, for an embedder of its own (VectorEngine.create); through its gate, as a write."""
+        try:
+            collection = check_collection(request.collection)
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        created, space = await self._on(collection, context, self.engine.create(collection, request.embedder))
+        return vector_pb2.CreateVectorCollectionResponse(created=created, embedder=space.embedder, dim=space.dim)
 
 
 def check_neighbours(request: vector_pb2.NeighboursRequest) -> tuple[str, list, list[str]]:

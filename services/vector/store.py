@@ -7,6 +7,10 @@ document id, text and metadata (under `meta.`), so filters and deletes work the 
 Collection and search settings (HNSW, payload indexes, scalar quantisation, shards, search-time ef)
 come from VectorSettings through `collection_config`, `payload_indexes` and `search_params`, and go
 to both modes unchanged: the embedded client accepts them and searches exactly.
+
+Each collection records its VectorSpace (the embedder that makes its vectors, and their dimension) with
+its data when it is created: a collection can be embedded with another model than the deployment's
+default (vector/service.py), and one written before collections recorded theirs has the default's.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
 import numpy as np
 from qdrant_client import AsyncQdrantClient, models
 
@@ -35,7 +41,7 @@ from hybridsearch.common.stores import (
     stored_documents,
 )
 from hybridsearch.common.links import extract_links, page_keys
-from hybridsearch.common.validation import COLLECTION_NAME
+from hybridsearch.common.validation import Refusal, is_collection_name
 from hybridsearch.common.tags import matched, split_tags
 from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.neighbours import KEYS, LINK_FIELDS, LINKS, WIKI, EdgeWeights, neighbour_edges
@@ -183,19 +189,31 @@ def document_point_ids(heads: dict[str, dict]) -> list[str]:
     return [point_id(d, i) for d, head in heads.items() for i in range(int(head.get("chunks", 1)))]
 
 
+@dataclass(frozen=True)
+class VectorSpace:
+    """What a collection's vectors are: the embedder that makes them (vector/embedder.py EMBEDDERS) and their
+    dimension. Recorded with the collection's data when it is created."""
+
+    embedder: str
+    dim: int
+
+
 class ChunkPointStore:
     """Chunks as Qdrant points keyed by (document, position): what every Qdrant engine shares.
 
-    Subclasses supply the engine calls (`ensure_collection`, `exists`, `search`, `close`, and the
+    Subclasses supply the engine calls (`create`, `space_of`, `exists`, `search`, `close`, and the
     primitives `_payloads`, `_replace`, `_delete_points`, `_count`); replacing and deleting a document
     are lookups by point id on every engine, never filtered scans.
+
+    `dim` is the default embedder's (settings.embedder): the space of a collection a write creates, and of
+    one that has no record (created before collections recorded theirs).
     """
 
     name: str
 
     def __init__(self, settings: VectorSettings | None, dim: int) -> None:
         self.cfg = settings or get_settings().vector
-        self.dim = dim
+        self.default_space = VectorSpace(self.cfg.embedder, dim)
         self._lock = asyncio.Lock()  # one writer at a time: a document's replace is read-then-write
 
     async def capture(self, collection: str, folder: Path) -> bool:
@@ -206,8 +224,22 @@ class ChunkPointStore:
     async def install(self, collection: str, folder: Path) -> None:
         await self.capture(collection, folder)
 
-    async def ensure_collection(self, collection: str) -> None:
+    def check_embedder(self, embedder: str) -> None:
+        """A Refusal when this store cannot keep a collection of `embedder`'s vectors (every store here can)."""
+
+    async def create(self, collection: str, space: VectorSpace) -> VectorSpace:
+        """Creates the collection empty for vectors of `space`, recording it, unless the collection exists;
+        the space the collection has (an existing collection's may be another)."""
         raise NotImplementedError
+
+    async def space_of(self, collection: str) -> VectorSpace | None:
+        """The collection's recorded space (the default one when it has no record); None when the store holds
+        no such collection. Kept in memory once read."""
+        raise NotImplementedError
+
+    async def ensure_collection(self, collection: str) -> None:
+        """The collection, created for the default embedder if the store holds none (a write's first)."""
+        await self.create(collection, self.default_space)
 
     async def exists(self, collection: str) -> bool:
         raise NotImplementedError
@@ -357,15 +389,26 @@ class ChunkPointStore:
             return EngineStats(self.name, 0, 0)
         chunks = await self._count(collection, None)
         docs = await self._count(collection, FIRST_CHUNKS)
+        space = await self.space_of(collection) or self.default_space
         return EngineStats(self.name, docs, chunks, {
-            "distance": "cosine", "dim": str(self.dim), "hnsw_m": str(self.cfg.hnsw_m),
+            "distance": "cosine", "dim": str(space.dim), "hnsw_m": str(self.cfg.hnsw_m),
             "hnsw_ef": str(self.cfg.hnsw_ef), "quantization": self.cfg.quantization,
             **await self._details(collection),
         })
 
 
+# Where a Qdrant collection keeps its VectorSpace: the collection's own metadata (Qdrant >= 1.16; local mode
+# keeps it too), so a drop removes it with the collection.
+SPACE_METADATA = "hybridsearch"
+
+
 class QdrantStore(ChunkPointStore):
-    """qdrant-client: path (local mode, on disk), location=":memory:" (local mode, in memory), url (server)."""
+    """qdrant-client: path (local mode, on disk), location=":memory:" (local mode, in memory), url (server).
+
+    Local mode keeps collections of any embedder side by side. A server keeps the default embedder's only
+    (check_embedder): collections of other embedders on a server are not wired (no Qdrant server runs where
+    this project is tested), so they are refused rather than left untried.
+    """
 
     def __init__(self, *, path: Path | None = None, url: str | None = None, location: str | None = None,
                  dim: int = 384, settings: VectorSettings | None = None) -> None:
@@ -382,23 +425,42 @@ class QdrantStore(ChunkPointStore):
             self.client = AsyncQdrantClient(url=url, grpc_port=self.cfg.qdrant_grpc_port, prefer_grpc=True,
                                             api_key=api_key, timeout=self.cfg.qdrant_timeout_s)
             self.name = "qdrant-server"
+        self.server = path is None and location is None
         self._search_params = search_params(self.cfg)
         self._known: set[str] = set()
+        self._spaces: dict[str, VectorSpace] = {}
         self._ensure_lock = asyncio.Lock()  # two first writes must not both create the collection
 
-    async def ensure_collection(self, collection: str) -> None:
+    def check_embedder(self, embedder: str) -> None:
+        if self.server and embedder != self.default_space.embedder:
+            raise Refusal(f"{self.name}: one embedder per deployment on the qdrant server engine "
+                          f"({self.default_space.embedder}); a collection of {embedder} needs vector.engine "
+                          "embedded or local", grpc.StatusCode.FAILED_PRECONDITION)
+
+    async def create(self, collection: str, space: VectorSpace) -> VectorSpace:
         if collection in self._known:
-            return
+            return await self.space_of(collection)
         async with self._ensure_lock:
-            if collection in self._known:
-                return
-            if not await self.client.collection_exists(collection):
-                await self.client.create_collection(collection, **collection_config(self.cfg, self.dim))
-            # Also on existing collections, so a field added to indexed_fields gets its index; re-creating
-            # an index Qdrant already has is a no-op.
-            for field, schema in payload_indexes(self.cfg).items():
-                await self.client.create_payload_index(collection, field, field_schema=schema, wait=True)
-            self._known.add(collection)
+            if collection not in self._known:
+                if not await self.client.collection_exists(collection):
+                    await self.client.create_collection(collection, **collection_config(self.cfg, space.dim),
+                                                        metadata={SPACE_METADATA: vars(space)})
+                    self._spaces[collection] = space
+                # Also on existing collections, so a field added to indexed_fields gets its index; re-creating
+                # an index Qdrant already has is a no-op.
+                for field, schema in payload_indexes(self.cfg).items():
+                    await self.client.create_payload_index(collection, field, field_schema=schema, wait=True)
+                self._known.add(collection)
+        return await self.space_of(collection)
+
+    async def space_of(self, collection: str) -> VectorSpace | None:
+        if (space := self._spaces.get(collection)) is not None:
+            return space
+        if not await self.exists(collection):
+            return None
+        recorded = ((await self.client.get_collection(collection)).config.metadata or {}).get(SPACE_METADATA)
+        space = self._spaces[collection] = VectorSpace(**recorded) if recorded else self.default_space
+        return space
 
     async def exists(self, collection: str) -> bool:
         return collection in self._known or await self.client.collection_exists(collection)
@@ -406,11 +468,12 @@ class QdrantStore(ChunkPointStore):
     async def collections(self) -> list[str]:
         """The Qdrant collections named as collections of ours (a shared server may hold others)."""
         listed = (await self.client.get_collections()).collections
-        return sorted(c.name for c in listed if COLLECTION_NAME.fullmatch(c.name))
+        return sorted(c.name for c in listed if is_collection_name(c.name))
 
     async def drop(self, collection: str) -> bool:
         async with self._ensure_lock:
             self._known.discard(collection)
+            self._spaces.pop(collection, None)
             if not await self.client.collection_exists(collection):
                 return False
             await self.client.delete_collection(collection)

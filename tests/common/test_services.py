@@ -15,7 +15,7 @@ from hybridsearch.gateway.backends import Backends
 from hybridsearch.launcher import SERVICES as STARTED
 from hybridsearch.tools.faults.drill import NAMES_PART
 from hybridsearch.tools.perf.procs import SERVICES as PROCESSES
-from hybridsearch.v1 import bm25_pb2, collections_pb2, expansion_pb2, fusion_pb2, ingest_pb2, search_pb2, snapshots_pb2, vector_pb2
+from hybridsearch.v1 import aliases_pb2, bm25_pb2, collections_pb2, expansion_pb2, fusion_pb2, ingest_pb2, search_pb2, snapshots_pb2, vector_pb2
 
 REPO = Path(__file__).resolve().parents[2]
 SPELLED_OUT_ELSEWHERE: set[str] = set()  # every list of the five names reads the table
@@ -29,7 +29,7 @@ def test_the_rows_are_distinct():
 
 def test_every_row_names_a_module_and_grpc_services_that_exist():
     descriptors = [m.DESCRIPTOR for m in (bm25_pb2, collections_pb2, expansion_pb2, fusion_pb2, ingest_pb2, search_pb2,
-                                                  snapshots_pb2, vector_pb2)]
+                                                  snapshots_pb2, vector_pb2, aliases_pb2)]
     declared = {name for d in descriptors for name in d.services_by_name}
     for s in services.SERVICES:
         assert importlib.util.find_spec(s.main) is not None, s.main

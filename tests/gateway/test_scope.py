@@ -16,7 +16,7 @@ from hybridsearch.common.validation import InvalidArgument
 from hybridsearch.gateway.auth import METHOD_OPERATIONS, PUBLIC_SERVICES
 from hybridsearch.gateway.paging import PageTokens, request_digest
 from hybridsearch.gateway.scope import SCOPE, Naming, Unscoped, collections_of, uncovered_fields
-from hybridsearch.v1 import collections_pb2, common_pb2, ingest_pb2, search_pb2, snapshots_pb2
+from hybridsearch.v1 import aliases_pb2, collections_pb2, common_pb2, ingest_pb2, search_pb2, snapshots_pb2
 
 
 def public_methods():
@@ -35,7 +35,7 @@ METHODS = list(public_methods())
 
 def test_the_walk_finds_every_public_service_and_each_method_has_an_access_rule():
     assert {m.containing_service.name for m in METHODS} == {"SearchService", "IngestService", "CollectionService",
-                                                            "SnapshotService"}
+                                                            "SnapshotService", "AliasService"}
     assert {f"/{m.containing_service.full_name}/{m.name}" for m in METHODS} == set(METHOD_OPERATIONS)
 
 
@@ -105,7 +105,7 @@ def test_rows_of_nested_messages_are_read_through_lists_and_maps(monkeypatch):
 
 
 def test_every_row_names_a_field_of_the_right_shape():
-    by_name = {d.full_name: d for m in (search_pb2, ingest_pb2, collections_pb2, snapshots_pb2)
+    by_name = {d.full_name: d for m in (search_pb2, ingest_pb2, collections_pb2, snapshots_pb2, aliases_pb2)
                for d in m.DESCRIPTOR.message_types_by_name.values()}
     for message, rows in SCOPE.items():
         for row in rows:

@@ -14,6 +14,7 @@ import redis.asyncio as aioredis
 
 from hybridsearch.common.holds import Holds
 from hybridsearch.common.validation import Refusal
+from hybridsearch.gateway.aliases import Alias, Aliases, Generation
 from hybridsearch.gateway.write_order import DROP_HOLDER, WriteOrder, epoch_key
 from stacks import scratch_redis
 
@@ -37,8 +38,9 @@ class Stores:
         self.between = None
         self.attempts = 0
 
-    async def write(self) -> int:
+    async def write(self, stored: list[str] | None = None) -> int:
         self.attempts += 1
+        self.stored = stored
         self.bm25 |= DOCS
         if self.between is not None:
             step, self.between = self.between, None  # once: the next attempt runs clear
@@ -114,7 +116,7 @@ async def test_in_one_gateway_a_drop_waits_for_running_writes_and_later_writes_w
     order, stores = WriteOrder(redis_client), Stores()
     started, finish = asyncio.Event(), asyncio.Event()
 
-    async def slow_write():
+    async def slow_write(stored):
         started.set()
         await finish.wait()
         return await stores.write()
@@ -134,3 +136,18 @@ async def test_without_redis_writes_go_by_the_local_order(redis_client):
     order, stores = WriteOrder(aioredis.Redis.from_url("unix:///nonexistent/redis.sock")), Stores()
     assert await order.write("c", stores.write, deadline=time.monotonic() + 5) == 3
     assert stores.attempts == 1
+
+
+async def test_a_write_goes_to_every_generation_its_alias_keeps_and_again_when_the_alias_changed(redis_client):
+    order, stores, aliases = WriteOrder(redis_client), Stores(), Aliases(redis_client)
+    assert await order.write("c", stores.write, deadline=time.monotonic() + 5) == 3
+    assert stores.stored == ["c"]  # no alias: the collection's own name
+
+    async def begin_reindex():  # another gateway names a generation being built while the write runs
+        await aliases.update("c", lambda _: Alias(name="c", building=1, generations={0: Generation(number=0),
+                                                                                    1: Generation(number=1)}))
+
+    stores.between = begin_reindex
+    assert await order.write("c", stores.write, deadline=time.monotonic() + 5) == 3
+    assert stores.attempts == 3  # the attempt that began before the record changed was written again ...
+    assert stores.stored == ["c", "c.g1"]  # ... to the serving generation first, then the one being built

@@ -20,9 +20,9 @@ import qdrant_edge as qe
 from hybridsearch.common.config import VectorSettings
 from hybridsearch.common.stores import EngineUnavailable
 from hybridsearch.v1 import common_pb2
-from hybridsearch.vector.edge import FULL_SCAN_KB, EdgeStore, edge_config, edge_filter, edge_search_params
+from hybridsearch.vector.edge import FULL_SCAN_KB, SPACE_FILE, EdgeStore, edge_config, edge_filter, edge_search_params
 from hybridsearch.tools.perf.edge_bench import chunks_for, clustered_unit_vectors, exact_top_k, recall_at_k, row_of
-from hybridsearch.vector.store import FIRST_CHUNKS, qdrant_filter, search_params
+from hybridsearch.vector.store import FIRST_CHUNKS, VectorSpace, qdrant_filter, search_params
 
 DIM = 8
 PRODUCTION = VectorSettings(hnsw_m=32, hnsw_ef_construct=200, hnsw_ef=64, indexed_fields=["lang", "source"],
@@ -76,6 +76,46 @@ async def test_a_missing_collection_is_empty_and_not_created(tmp_path):
     assert await store.delete("nothing", ["a"]) == (0, 0)
     assert not await store.exists("nothing") and not (tmp_path / "nothing").exists()
     await store.close()
+
+
+async def test_each_shard_keeps_its_own_space_in_its_folder(tmp_path):
+    """A collection of another embedder (4 dimensions here) beside the default's (8): each shard is made and
+    reopened with its own dimension, and its record rides with its folder (capture, install, drop)."""
+    other = VectorSpace("static-minilm", 4)
+    store = EdgeStore(path=tmp_path / "edge", dim=DIM, settings=PRODUCTION)
+    assert await store.create("notes.g2", other) == other
+    assert await store.create("notes.g2", store.default_space) == other  # it exists: its own space stands
+    await store.write("notes.g2", chunks_for(0, 20), unit_rows(20, dim=4))
+    await store.write("notes", chunks_for(0, 20), unit_rows(20))  # made by a write: the default space
+    assert json.loads((tmp_path / "edge" / "notes.g2" / SPACE_FILE).read_text()) == {"embedder": "static-minilm",
+                                                                                     "dim": 4}
+    assert await store.capture("notes.g2", tmp_path / "captured")
+    await store.install("restored", tmp_path / "captured")
+    assert await store.drop("notes.g2") and not (tmp_path / "edge" / "notes.g2").exists()
+    await store.close()
+
+    reopened = EdgeStore(path=tmp_path / "edge", dim=DIM, settings=PRODUCTION)
+    assert await reopened.collections() == ["notes", "restored"]
+    assert (await reopened.space_of("restored"), await reopened.space_of("notes")) == (other, reopened.default_space)
+    assert (await reopened.stats("restored")).details["dim"] == "4"
+    assert (await reopened.stats("notes")).details["dim"] == str(DIM)
+    (hits,) = await reopened.search("restored", unit_rows(20, dim=4)[7:8], 1, [])
+    assert hits[0].payload["doc_id"] == "d7"
+    assert await reopened.space_of("notes.g2") is None
+    await reopened.close()
+
+
+async def test_a_shard_without_a_record_has_the_default_space(tmp_path):
+    """Shards made before collections recorded their embedder open as the default embedder's."""
+    store = EdgeStore(path=tmp_path, dim=DIM, settings=PRODUCTION)
+    await store.write("docs", chunks_for(0, 10), unit_rows(10))
+    await store.close()
+    (tmp_path / "docs" / SPACE_FILE).unlink()
+    reopened = EdgeStore(path=tmp_path, dim=DIM, settings=PRODUCTION)
+    assert await reopened.space_of("docs") == VectorSpace(PRODUCTION.embedder, DIM)
+    (hits,) = await reopened.search("docs", unit_rows(10)[3:4], 1, [])
+    assert hits[0].payload["doc_id"] == "d3"
+    await reopened.close()
 
 
 async def test_an_open_outlives_the_search_that_started_it(tmp_path):

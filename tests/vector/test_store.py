@@ -18,12 +18,14 @@ from qdrant_client import models
 from qdrant_client.grpc import collections_service_pb2_grpc, points_service_pb2_grpc
 
 from hybridsearch.common.config import Settings, VectorSettings
+from hybridsearch.common.validation import Refusal
 from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.edge import EdgeStore
 from hybridsearch.vector.neighbours import EdgeWeights
 from hybridsearch.vector.store import (
     ChunkPointStore,
     QdrantStore,
+    VectorSpace,
     collection_config,
     payload_indexes,
     point_id,
@@ -227,6 +229,35 @@ async def test_the_collection_keeps_what_local_mode_keeps(local_store):
     info = await store.client.get_collection("docs")
     vectors = info.config.params.vectors
     assert (vectors.size, vectors.distance, vectors.on_disk) == (DIM, models.Distance.COSINE, True)
+
+
+async def test_local_mode_keeps_each_collections_space(tmp_path):
+    """A collection of another embedder (4 dimensions) beside the default's: recorded in the collection's
+    metadata, read back by a new process, gone with a drop."""
+    other = VectorSpace("static-minilm", 4)
+    store = QdrantStore(path=tmp_path / "q", dim=DIM, settings=VectorSettings())
+    assert await store.create("notes.g2", other) == other
+    await store.write("notes.g2", chunks_of("a", 2, "en"), np.eye(4, dtype=np.float32)[:2])
+    await store.write("notes", chunks_of("a", 1, "en"), unit(0)[None, :])
+    await store.close()
+    reopened = QdrantStore(path=tmp_path / "q", dim=DIM, settings=VectorSettings())
+    assert await reopened.collections() == ["notes", "notes.g2"]
+    assert await reopened.space_of("notes.g2") == other
+    assert await reopened.create("notes.g2", reopened.default_space) == other  # it exists: its own space stands
+    assert (await reopened.stats("notes.g2")).details["dim"] == "4"
+    assert (await reopened.stats("notes")).details["dim"] == str(DIM)
+    (hits,) = await reopened.search("notes.g2", np.eye(4, dtype=np.float32)[1:2], 1, [])
+    assert hits[0].payload["chunk_id"] == "a#1"
+    assert await reopened.drop("notes.g2") and await reopened.space_of("notes.g2") is None
+    await reopened.close()
+
+
+def test_a_server_keeps_the_default_embedder_only():
+    store = QdrantStore(url="http://127.0.0.1:1", dim=DIM, settings=VectorSettings())
+    store.check_embedder("minilm-fp32")
+    with pytest.raises(Refusal, match="one embedder per deployment on the qdrant server engine") as refused:
+        store.check_embedder("static-minilm")
+    assert refused.value.code == grpc.StatusCode.FAILED_PRECONDITION
 
 
 async def test_index_settings_apply_to_an_existing_collection(tmp_path):

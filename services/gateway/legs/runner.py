@@ -78,7 +78,7 @@ class LegRunner:
     async def run(self, leg: RetrievalLeg, plan: SearchPlan, queries: list[common_pb2.LegQuery], deadline: Deadline,
                   report: Report, *, variants: bool = False,
                   stragglers: Stragglers | None = None) -> list[common_pb2.RankedList] | None:
-        base = common_pb2.LegSearchRequest(collection=plan.collection, queries=queries, limit=self.settings.leg_depth,
+        base = common_pb2.LegSearchRequest(collection=plan.store_name, queries=queries, limit=self.settings.leg_depth,
                                            filters=plan.filters, metadata_fields=plan.metadata_fields,
                                            text_depth=text_depth(plan, self.settings))
         request = leg.request(base, plan, self.settings)
