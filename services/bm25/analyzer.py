@@ -181,9 +181,14 @@ class Analyzers:
                 raise ValueError(f"no analyzer for language {code!r}: choose one of {', '.join(SUPPORTED)} or {AUTO}")
         return self._by_language[code]
 
-    def for_collection(self, collection: str) -> Analyzer:
-        """What the store analyzes a collection's text with: its language's analysis, or the identity for a
-        hashed-terms collection (the gateway analyzed and hashed it)."""
+    def declared(self, collection: str) -> str:
+        """The collection's declared language (CollectionConfig.language; of its alias for a generation)."""
+        return self._language_of(collection)
+
+    def for_collection(self, collection: str, language: str | None = None) -> Analyzer:
+        """What the store analyzes a collection's text with: `language`'s analysis (the collection's recorded
+        language, CreateCollection), else its declared language's, or the identity for a hashed-terms
+        collection whatever its language (the gateway analyzed and hashed it)."""
         if self._hashed_of(collection):
             return HASHED_TERMS
-        return self.language(self._language_of(collection))
+        return self.language(language or self._language_of(collection))

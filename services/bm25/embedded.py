@@ -6,7 +6,8 @@ and rebuilt lazily on the first search after a write, so a batch of writes costs
 An optional title field adds `title_boost` x BM25(title) to the flat title+heading+text score.
 With typo tolerance (`fuzzy`), a query word the vocabulary lacks matches its nearest vocabulary terms
 (fuzzy.py), each weighted below 1. Declared text fields (`CollectionConfig.fields`) are not supported
-here: the service refuses to start with them (service.build_engine); use the tantivy engine.
+here: the service refuses to start with them (service.build_engine); use the tantivy engine. Nor are
+analysis languages per collection (CreateCollection): every collection is analyzed in its declared language.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import bm25s
 import numpy as np
 
 from hybridsearch.bm25.analyzer import Analyzer, Analyzers
+from hybridsearch.bm25.engine import declared_only, requested_language
 from hybridsearch.bm25.folders import FolderCollections
 from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
 from hybridsearch.common.stores import (
@@ -285,17 +287,29 @@ class EmbeddedBm25Engine(FolderCollections):
         self._open_lock = threading.Lock()
 
     def _collection(self, name: str) -> _Collection:
+        return self._open(name)[0]
+
+    def _open(self, name: str) -> tuple[_Collection, bool]:
+        """(the collection opened, made if need be; whether this call made it)."""
         with self._open_lock:
+            created = not self._exists(name)
             if name not in self._collections:
                 self._collections[name] = _Collection(
                     self.root / name, self.analyzers.for_collection(name), self.k1, self.b, self.title_boost
                 )
-            return self._collections[name]
+            return self._collections[name], created
 
     @property
     def description(self) -> dict[str, str]:
         return {"k1": str(self.k1), "b": str(self.b), "analyzer": self.analyzer.name,
                 "title_boost": str(self.title_boost)}
+
+    async def create(self, collection, language):
+        """The collection created empty (LexicalEngine.create), in its declared language only."""
+        declared = self.analyzers.declared(collection)
+        declared_only(self.name, collection, requested_language(language, declared), declared)
+        _, created = await asyncio.to_thread(self._open, collection)  # its store.sqlite, made now
+        return created, declared
 
     async def reseal(self, collection, chunks, expected):
         refuse_sealed(chunks, self.name)  # it keeps no sealed records, so it has none to reseal
@@ -326,7 +340,8 @@ class EmbeddedBm25Engine(FolderCollections):
         if self._exists(collection):
             docs, chunks = await asyncio.to_thread(self._collection(collection).stats)
         return EngineStats(self.name, docs, chunks,
-                           {**self.description, "analyzer": self.analyzers.for_collection(collection).name})
+                           {**self.description, "analyzer": self.analyzers.for_collection(collection).name,
+                            "language": self.analyzers.declared(collection)})
 
     async def content_hashes(self, collection, doc_ids):
         if not self._exists(collection):

@@ -5,8 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
+import grpc
+
+from hybridsearch.common.language import check_collection_language
 from hybridsearch.common.stores import EngineStats, UpsertResult
+from hybridsearch.common.validation import InvalidArgument, Refusal
 from hybridsearch.v1 import common_pb2
+
+# Per collection, beside the engine's own files in its folder: what CreateCollection recorded of it (its
+# analysis language), on the engines that keep a language per collection (tantivy_engine.py).
+RECORD_FILE = "hybridsearch-collection.json"
 
 
 def field_name(key: str) -> str:
@@ -14,10 +22,37 @@ def field_name(key: str) -> str:
     return f"field_{key}"
 
 
+def requested_language(language: str, declared: str) -> str:
+    """A CreateCollection's language: `language` checked (one of common/language.py SUPPORTED, or auto;
+    INVALID_ARGUMENT otherwise), the collection's `declared` one when empty."""
+    if not language.strip():
+        return declared
+    try:
+        return check_collection_language(language)
+    except ValueError as err:
+        raise InvalidArgument(str(err)) from err
+
+
+def declared_only(engine: str, collection: str, language: str, declared: str) -> None:
+    """An engine that analyzes every collection in its declared language refuses another one."""
+    if language != declared:
+        raise Refusal(f"{engine}: collection {collection!r} is analyzed in its declared language {declared!r}, not "
+                      f"{language!r}: per-collection analysis languages need bm25.engine=embedded",
+                      grpc.StatusCode.FAILED_PRECONDITION)
+
+
 class LexicalEngine(Protocol):
     """A BM25 engine. Chunks of one document are always replaced together."""
 
     name: str
+
+    async def create(self, collection: str, language: str) -> tuple[bool, str]:
+        """The collection created empty, analyzed in `language` (empty: its declared one) and recording it, unless
+        the engine holds it: (created, the collection's language). A collection without a record (created by a
+        write, or before collections recorded theirs) is analyzed in its declared language. Refusals:
+        INVALID_ARGUMENT (an unsupported language), ALREADY_EXISTS (it exists with another language),
+        FAILED_PRECONDITION (a language other than the declared one on an engine without them)."""
+        ...
 
     async def upsert(self, collection: str, chunks: list[common_pb2.Chunk]) -> UpsertResult: ...
 
@@ -46,7 +81,9 @@ class LexicalEngine(Protocol):
         """The query with each unknown word replaced by its likeliest indexed neighbour (fuzzy.correct_query)."""
         ...
 
-    async def stats(self, collection: str) -> EngineStats: ...
+    async def stats(self, collection: str) -> EngineStats:
+        """Counts and details, among them `language`: the collection's own (recorded, else declared)."""
+        ...
 
     async def content_hashes(self, collection: str, doc_ids: list[str]) -> dict[str, str]: ...
 

@@ -14,6 +14,9 @@ embedded engines, Lucene also expands words the index knows (it cannot ask for d
 first) and has no prefix expansion, and `correct` returns the query unchanged (the vector leg then embeds
 what was typed).
 
+Every collection is analyzed in its declared language (`CollectionConfig.language`): CreateCollection
+creates an index in that language, and refuses another (per-collection languages: the tantivy engine).
+
 Writes are idempotent per document, like the embedded engine: unchanged documents (same content hash,
 same chunk count) are skipped; a changed document's chunks are indexed under one write id and its
 chunks from earlier writes are deleted afterwards, so a search never sees the document missing.
@@ -45,7 +48,7 @@ from opensearchpy.exceptions import (
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from hybridsearch.bm25.analyzer import SNOWBALL, STOPWORD_LISTS
-from hybridsearch.bm25.engine import field_name
+from hybridsearch.bm25.engine import declared_only, field_name, requested_language
 from hybridsearch.bm25.fuzzy import FUZZY_WEIGHT, MAX_EXPANSIONS, MIN_FUZZY_CHARS
 from hybridsearch.common.language import AUTO
 from hybridsearch.common.chunking import indexed_text
@@ -318,27 +321,42 @@ class OpenSearchBm25Engine:
             return True
         return False
 
+    async def create(self, collection: str, language: str) -> tuple[bool, str]:
+        """The collection's index created empty (LexicalEngine.create), in its declared language only."""
+        declared = self._language_of(collection)
+        declared_only(self.name, collection, requested_language(language, declared), declared)
+        _, created = await self._ensure(collection)
+        return created, declared
+
     async def _ensure_index(self, collection: str) -> str:
+        return (await self._ensure(collection))[0]
+
+    async def _ensure(self, collection: str) -> tuple[str, bool]:
+        """(the collection's index, made if need be; whether this call made it)."""
         index = self.index(collection)
+        created = False
         async with self._create_lock:
             if not await self._exists(collection):
                 body = with_fields(index_body(**self._body_args, language=self._language_of(collection)),
                                    self.fields_of(collection))
-                await self._call("create index", lambda: self._create(index, body), retry=True)
+                created = await self._call("create index", lambda: self._create(index, body), retry=True)
                 self._known.add(index)
             elif index not in self._span_mapped:  # an index created before chunks kept spans: add the field
                 await self._call("put mapping", lambda: self.client.indices.put_mapping(
                     index=index, body={"properties": {SPAN: SPAN_MAPPING}}), retry=True)
             self._span_mapped.add(index)
-        return index
+        return index, created
 
-    async def _create(self, index: str, body: dict[str, Any]) -> None:
+    async def _create(self, index: str, body: dict[str, Any]) -> bool:
+        """Whether the index was made here (False: another replica of this service made it first)."""
         try:
             await self.client.indices.create(index=index, body=body)
             log.info("created opensearch index %s", index)
+            return True
         except RequestError as err:
             if err.error != "resource_already_exists_exception":  # another replica of this service won
                 raise
+            return False
 
     async def _refresh(self, index: str) -> None:
         await self._call("refresh", lambda: self.client.indices.refresh(index=index), retry=True)
@@ -499,7 +517,7 @@ class OpenSearchBm25Engine:
 
     async def stats(self, collection: str) -> EngineStats:
         docs = chunks = 0
-        details = {**self.description, "index": self.index(collection)}
+        details = {**self.description, "index": self.index(collection), "language": self._language_of(collection)}
         if await self._exists(collection):
             index = self.index(collection)
             docs = await self._count(index, {"term": {"first_chunk": True}})

@@ -1,4 +1,10 @@
-"""Bm25Service: validates requests and hands them to the configured LexicalEngine."""
+"""Bm25Service: validates requests and hands them to the configured LexicalEngine.
+
+Languages per collection: a collection is analyzed in its declared language (`declared_language`) unless
+CreateCollection created it with another, recorded with its data (the embedded tantivy engine; the others
+keep the declared one): a re-index builds a generation collection (`notes.g2`) analyzed in another language
+beside the serving one, in this same process.
+"""
 
 from __future__ import annotations
 
@@ -93,6 +99,17 @@ class Bm25Servicer(StoreServicerMixin, StoreSnapshotsMixin, bm25_pb2_grpc.Bm25Se
                 for q, hits in zip(request.queries, lists)
             ], request.text_depth),
         )
+
+    async def CreateCollection(self, request: bm25_pb2.CreateBm25CollectionRequest,
+                               context) -> bm25_pb2.CreateBm25CollectionResponse:
+        """The collection, empty, analyzed in a language of its own (LexicalEngine.create); through its gate,
+        as a write."""
+        try:
+            collection = check_collection(request.collection)
+        except InvalidArgument as err:
+            await abort_invalid(context, err)
+        created, language = await self._on(collection, context, self.engine.create(collection, request.language))
+        return bm25_pb2.CreateBm25CollectionResponse(created=created, language=language)
 
     async def Correct(self, request: bm25_pb2.CorrectRequest, context) -> bm25_pb2.CorrectResponse:
         try:

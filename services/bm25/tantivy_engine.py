@@ -28,6 +28,15 @@ searchable as soon as it returns. Writes that arrive while a commit runs share t
 chunks are replaced together: delete-by-term on doc_id, then add, in one commit. Metadata is indexed
 as `key=value` terms (keys cannot hold '='), which `equals`, `any_of` and `not_equals` filters match
 exactly.
+
+Languages per collection. A collection is analyzed in its declared language (`CollectionConfig.language`;
+a generation `notes.g2` has its alias's) unless CreateCollection created it with another: that language
+is recorded in RECORD_FILE in the collection's folder, written before the index (a collection is never
+without its record; a record left without an index by a crash is no collection and goes at the next
+open). Tantivy leaves a file it does not manage alone, so the record stays with the index: read once when
+the collection is opened, removed with the folder by a drop, copied by `capture` and moved in with the
+folder by `install`. A re-index can so build a generation analyzed in another language beside the serving
+one; a hashed-terms collection is indexed as its terms come whatever its language.
 """
 
 from __future__ import annotations
@@ -41,11 +50,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
 import orjson
 import tantivy
 
 from hybridsearch.bm25.analyzer import Analyzer, Analyzers
-from hybridsearch.bm25.engine import field_name
+from hybridsearch.bm25.engine import RECORD_FILE, field_name, requested_language
 from hybridsearch.bm25.folders import FolderCollections
 from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
 from hybridsearch.bm25.group_commit import MAX_GROUP, GroupCommit
@@ -54,6 +64,7 @@ from hybridsearch.common.stores import (
     EngineStats, EngineUnavailable, UpsertResult, SPAN, chunk_from_payload, chunks_by_document, content_of, picked_metadata, span_of,
     span_payload, stored_content, stored_documents, unchanged_since,
 )
+from hybridsearch.common.validation import Refusal
 from hybridsearch.v1 import common_pb2
 
 log = logging.getLogger(__name__)
@@ -102,10 +113,36 @@ def meta_term(key: str, value: str) -> str:
     return f"{key}={value}"
 
 
+def write_record(path: Path, language: str) -> None:
+    """Records a collection's language in its folder (made if need be), in one durable step: a reader never
+    sees half of it."""
+    path.mkdir(parents=True, exist_ok=True)
+    part = path / f"{RECORD_FILE}.part"
+    with open(part, "wb") as out:
+        out.write(orjson.dumps({"language": language}))
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(part, path / RECORD_FILE)
+    folder = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def read_record(path: Path) -> str | None:
+    """The language a collection's folder records; None without a record."""
+    try:
+        return orjson.loads((path / RECORD_FILE).read_bytes())["language"]
+    except FileNotFoundError:
+        return None
+
+
 class _Collection:
     """One tantivy index on disk, its single writer and a reader reloaded after every commit."""
 
-    def __init__(self, path: Path, analyzer: Analyzer, title_boost: float, fields: dict[str, float]) -> None:
+    def __init__(self, path: Path, analyzer: Analyzer, title_boost: float, fields: dict[str, float],
+                 language: str = "en") -> None:
         path.mkdir(parents=True, exist_ok=True)
         self.schema = _schema(sorted(fields))
         try:
@@ -120,6 +157,7 @@ class _Collection:
         self.writer = self.index.writer(WRITER_HEAP, 1)
         self.index.config_reader("Manual")
         self.analyzer, self.title_boost = analyzer, title_boost
+        self.language = language  # the collection's own: recorded, else declared (stats show it)
         self.lock = threading.Lock()  # one writer; searches never take it
         self.closed = False  # closed by a drop: its writer is gone, a write that still reaches it fails
 
@@ -337,8 +375,9 @@ class _Collection:
                 except FileNotFoundError:
                     continue
                 (folder / "meta.json").write_bytes(meta)
-                if (path / ".managed.json").exists():
-                    shutil.copyfile(path / ".managed.json", folder / ".managed.json")
+                for kept in (".managed.json", RECORD_FILE):  # the record: written once, before the index
+                    if (path / kept).exists():
+                        shutil.copyfile(path / kept, folder / kept)
                 return
         raise EngineUnavailable(f"{path}: merges kept replacing the segments while they were taken; try again")
 
@@ -371,11 +410,36 @@ class TantivyBm25Engine(FolderCollections):
         self.max_group = MAX_GROUP  # writes per commit at most (1: a commit per write, as bm25-scale compares)
 
     def _collection(self, name: str) -> _Collection:
+        return self._open(name)[0]
+
+    def _open(self, name: str, create: str | None = None) -> tuple[_Collection, bool]:
+        """(the collection opened, whether this call created it). A collection not on disk is created: with
+        `create` recorded as its language when given (CreateCollection), else without a record (a write's;
+        analyzed in the declared language)."""
         with self._open_lock:
-            if name not in self._collections:
-                self._collections[name] = _Collection(self.root / name, self.analyzers.for_collection(name),
-                                                      self.title_boost, self.fields_of(name))
-            return self._collections[name]
+            if (opened := self._collections.get(name)) is not None:
+                return opened, False
+            path = self.root / name
+            created = not (path / self.MARKER).exists()
+            if created:
+                if create is not None:
+                    write_record(path, create)  # before the index: an index is never without its record
+                else:  # left by a create that died before its index: no collection
+                    (path / RECORD_FILE).unlink(missing_ok=True)
+            language = read_record(path)
+            opened = self._collections[name] = _Collection(
+                path, self.analyzers.for_collection(name, language), self.title_boost, self.fields_of(name),
+                language or self.analyzers.declared(name))
+            return opened, created
+
+    async def create(self, collection: str, language: str) -> tuple[bool, str]:
+        """The collection created empty, its language recorded (LexicalEngine.create)."""
+        wanted = requested_language(language, self.analyzers.declared(collection))
+        opened, created = await asyncio.to_thread(self._open, collection, wanted)
+        if opened.language != wanted:
+            raise Refusal(f"collection {collection!r} exists with analysis language {opened.language!r}, not "
+                          f"{wanted!r}: drop it first, or create another collection", grpc.StatusCode.ALREADY_EXISTS)
+        return created, opened.language
 
     @property
     def description(self) -> dict[str, str]:
@@ -419,10 +483,16 @@ class TantivyBm25Engine(FolderCollections):
 
     async def stats(self, collection):
         docs, chunks, details = 0, 0, {}
+        language, analyzer = self.analyzers.declared(collection), self.analyzers.for_collection(collection)
         if self._exists(collection):
-            docs, chunks, details = await asyncio.to_thread(lambda: self._collection(collection).stats())
-        return EngineStats(self.name, docs, chunks, {**self.description, **details,
-                                                     "analyzer": self.analyzers.for_collection(collection).name})
+            def read() -> tuple[_Collection, tuple[int, int, dict[str, str]]]:
+                opened = self._collection(collection)
+                return opened, opened.stats()
+
+            opened, (docs, chunks, details) = await asyncio.to_thread(read)
+            language, analyzer = opened.language, opened.analyzer
+        return EngineStats(self.name, docs, chunks, {**self.description, **details, "analyzer": analyzer.name,
+                                                     "language": language})
 
     async def content_hashes(self, collection, doc_ids):
         if not self._exists(collection):

@@ -19,6 +19,7 @@ alias_app = typer.Typer(help="Aliases of re-indexed collections: show, list, swi
                         no_args_is_help=True)
 app.add_typer(alias_app, name="alias", rich_help_panel=OPERATE)
 CHECK_MODES = "vector,hybrid"
+PROGRESS_EVERY_S = 5.0
 
 
 def roles(info: aliases_pb2.AliasInfo) -> str:
@@ -28,11 +29,11 @@ def roles(info: aliases_pb2.AliasInfo) -> str:
 
 def print_alias(info: aliases_pb2.AliasInfo) -> None:
     table = wrapping_table(f"alias {info.collection}", [("generation", "right"), ("stored as", "left"), ("role", "left"),
-                                                        ("embedder", "left"), ("documents", "right"), ("chunks", "right"),
-                                                        ("built", "left"), ("note", "left")])
+                                                        ("embedder", "left"), ("language", "left"), ("documents", "right"),
+                                                        ("chunks", "right"), ("built", "left"), ("note", "left")])
     for g in info.generations:
         role = aliases_pb2.GenerationRole.Name(g.role).removeprefix("GENERATION_ROLE_").lower()
-        table.add_row(str(g.number), g.stored_name, role, g.embedder, str(g.documents), str(g.chunks),
+        table.add_row(str(g.number), g.stored_name, role, g.embedder, g.language or "declared", str(g.documents), str(g.chunks),
                       "yes" if g.built_unix or g.number == 0 else "no", g.note)
     console.print(table)
 
@@ -52,6 +53,8 @@ def reindex(
     collection: Annotated[str, typer.Option("--collection", "-c")] = "default",
     embedder: Annotated[str, typer.Option(help="the new generation's embedder (default: the deployment's); "
                                                "minilm-fp32, minilm-int8, mpnet-fp32, multilingual-e5-small, static-minilm")] = "",
+    language: Annotated[str, typer.Option(help="the new generation's BM25 analysis language (en, de, ..., auto; "
+                                               "default: the collection's declared one; the embedded BM25 engine)")] = "",
     check: Annotated[Optional[Path], typer.Option(exists=True, file_okay=False,
                      help="a BEIR-layout folder (queries.jsonl, qrels/test.tsv) of judgements on this collection: "
                           "nDCG@10 before and after, and no switch when it drops by more than --max-loss")] = None,
@@ -66,12 +69,15 @@ def reindex(
     modes = [m.strip() for m in check_modes.split(",") if m.strip()]
     with gateway_call() as client:
         before = quality(client, check, collection, modes) if check else {}
-        built = None
-        for progress in client.reindex(collection, embedder, batch_documents=batch):
+        built, shown, last = None, 0.0, None
+        for progress in client.reindex(collection, embedder, language=language, batch_documents=batch):
             built = progress
             phase = aliases_pb2.ReindexPhase.Name(progress.phase).removeprefix("REINDEX_PHASE_").lower()
-            if progress.phase == aliases_pb2.REINDEX_PHASE_COPYING and progress.copied not in (0, progress.to_copy):
-                continue  # one line a round (its last batch), not one a batch
+            step = (progress.phase, progress.round, progress.copied)
+            if step == last or (progress.phase == aliases_pb2.REINDEX_PHASE_COPYING and progress.copied < progress.to_copy
+                                and progress.seconds - shown < PROGRESS_EVERY_S):
+                continue  # a line a round, and one every few seconds of a long one, not one a batch
+            shown, last = progress.seconds, step
             console.print(f"{progress.seconds:7.1f} s  {phase:<8} generation {progress.generation}"
                           + (f"  round {progress.round}: {progress.copied}/{progress.to_copy} copied, "
                              f"{progress.removed} removed, {progress.documents} documents serving"

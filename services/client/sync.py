@@ -137,12 +137,13 @@ class GatewayClient:
 
     # Aliases and re-indexing (admin keys only; docs/operations.md "Re-indexing behind an alias").
 
-    def reindex(self, collection: str, embedder: str = "", *, switch: bool = False, batch_documents: int = 0,
-                timeout: float = SNAPSHOT_TIMEOUT_S) -> Iterator[aliases_pb2.ReindexResponse]:
-        """A new generation of the collection built beside the serving one (another embedder), its progress as
-        it goes; the last message is BUILT (SWITCHED with `switch`). Run it again to finish one cut short."""
-        request = aliases_pb2.ReindexRequest(collection=collection, embedder=embedder, switch_when_built=switch,
-                                             batch_documents=batch_documents)
+    def reindex(self, collection: str, embedder: str = "", *, language: str = "", switch: bool = False,
+                batch_documents: int = 0, timeout: float = SNAPSHOT_TIMEOUT_S) -> Iterator[aliases_pb2.ReindexResponse]:
+        """A new generation of the collection built beside the serving one (another embedder, another BM25
+        analysis language), its progress as it goes; the last message is BUILT (SWITCHED with `switch`). Run it
+        again to finish one cut short."""
+        request = aliases_pb2.ReindexRequest(collection=collection, embedder=embedder, language=language,
+                                             switch_when_built=switch, batch_documents=batch_documents)
         try:
             yield from self.aliases_stub.Reindex(request, timeout=timeout)
         except grpc.RpcError as err:

@@ -68,6 +68,7 @@ REQUEST_BYTES: dict[str, int] = {
     "hybridsearch.v1.Bm25Service/ListCollections": 64 * KiB,             # names to look up (a search's, at most 8)
     "hybridsearch.v1.VectorService/ListCollections": 64 * KiB,
     "hybridsearch.v1.Bm25Service/DropCollection": 1 * KiB,
+    "hybridsearch.v1.Bm25Service/CreateCollection": 1 * KiB,
     "hybridsearch.v1.VectorService/DropCollection": 1 * KiB,
     "hybridsearch.v1.ExpansionService/Expand": SEARCH_REQUEST_BYTES,
     "hybridsearch.v1.FusionService/Fuse": 16 * MiB,                      # ranked lists of ids, no texts

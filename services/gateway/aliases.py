@@ -51,6 +51,7 @@ class Role(enum.StrEnum):
 class Generation(BaseModel):
     number: int
     embedder: str = ""  # the vector store's embedder ("": the deployment's default, vector.embedder)
+    language: str = ""  # the BM25 store's analysis language ("": the collection's declared one)
     created: float = Field(default_factory=time.time)
     built: float = 0.0  # when a re-index found it equal to the serving generation (0: not yet, or generation 0)
     note: str = ""

@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 
+from hybridsearch.common.collections import collection_config
 from hybridsearch.common.config import Settings
 from hybridsearch.common.hashed_terms import HashedTerms, hashes_terms
 from hybridsearch.common.holds import Held, Holds
@@ -43,7 +44,7 @@ from hybridsearch.gateway.aliases import Alias, Generation
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.catalog import Catalog
 from hybridsearch.gateway.write_order import WriteOrder
-from hybridsearch.v1 import aliases_pb2, common_pb2, stores_pb2, vector_pb2
+from hybridsearch.v1 import aliases_pb2, bm25_pb2, common_pb2, stores_pb2, vector_pb2
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +76,14 @@ class Reindexer:
             raise Refusal(f"batch_documents must be 1-{MAX_BATCH}, got {batch}", grpc.StatusCode.INVALID_ARGUMENT)
         if await self.catalog.missing([collection]):
             raise Refusal(f"collection {collection!r} does not exist", grpc.StatusCode.NOT_FOUND)
-        embedder = request.embedder or self.settings.vector.embedder
         self.sealer.of(collection)  # a sealed collection without its key: refused before anything is made
         started = time.monotonic()
         try:
             async with self.holds.hold(collection, HOLDER):
-                alias, number = await self._begin(collection, embedder)
+                serving = await self._serving_space(collection)
+                # what the request leaves open stays as the serving generation has it
+                embedder, language = request.embedder or serving[0], request.language or serving[1]
+                alias, number = await self._begin(collection, embedder, language, serving)
                 yield aliases_pb2.ReindexResponse(phase=aliases_pb2.REINDEX_PHASE_CREATED, generation=number,
                                                   seconds=time.monotonic() - started)
                 async for progress in self._fill(alias, number, batch, started):
@@ -94,37 +97,51 @@ class Reindexer:
         except Held as err:
             raise Refusal(f"{err}: a re-index cannot run until that ends", grpc.StatusCode.FAILED_PRECONDITION) from None
 
-    async def _begin(self, collection: str, embedder: str) -> tuple[Alias, int]:
-        """The generation this re-index fills: one being built with the same embedder (a re-index cut short),
-        else a new one, created in the vector store with its embedder before any write is mirrored into it."""
+    async def _serving_space(self, collection: str) -> tuple[str, str]:
+        """The serving generation's embedder, and its BM25 language when it is not the declared one ("")."""
+        serving = (await self.catalog.stored([collection]))[collection]
+        request = common_pb2.StoreStatsRequest(collection=serving)
+        vector, bm25 = await asyncio.gather(self.backends.vector.Stats(request, timeout=30),
+                                            self.backends.bm25.Stats(request, timeout=30))
+        language = bm25.details.get("language", "")
+        declared = collection_config(self.settings, collection).language
+        return vector.details.get("embedder", self.settings.vector.embedder), "" if language == declared else language
+
+    async def _begin(self, collection: str, embedder: str, language: str,
+                     serving: tuple[str, str]) -> tuple[Alias, int]:
+        """The generation this re-index fills: one being built with the same embedder and language (a re-index
+        cut short), else a new one, created in each store with its embedder and language before any write is
+        mirrored into it."""
         record = await self.aliases.get(collection)
         if record is not None and record.building is not None:
             building = record.generations[record.building]
-            if building.embedder != embedder:
-                raise Refusal(f"generation {record.building} of {collection!r} is being built with {building.embedder}: "
-                              f"run the re-index with --embedder {building.embedder} to finish it, or drop it "
-                              f"(`hybridsearch alias drop {collection} {record.building}`) first",
+            if (building.embedder, building.language) != (embedder, language):
+                given = f"--embedder {building.embedder}" + (f" --language {building.language}" if building.language else "")
+                raise Refusal(f"generation {record.building} of {collection!r} is being built with {building.embedder}"
+                              f"{', ' + building.language if building.language else ''}: run the re-index with {given} to "
+                              f"finish it, or drop it (`hybridsearch alias drop {collection} {record.building}`) first",
                               grpc.StatusCode.FAILED_PRECONDITION)
             return record, record.building
         number = record.next_number() if record is not None else 1
-        serving = record.serving_name if record is not None else collection
-        serving_embedder = (await self._stub("vector").Stats(common_pb2.StoreStatsRequest(collection=serving),
-                                                             timeout=30)).details.get("embedder", "")
         stored = (record or Alias(name=collection)).stored(number)
         try:
+            if language:  # before any write could create it with the declared language
+                await self.backends.bm25.CreateCollection(
+                    bm25_pb2.CreateBm25CollectionRequest(collection=stored, language=language), timeout=STORE_TIMEOUT_S)
             await self.backends.vector.CreateCollection(
                 vector_pb2.CreateVectorCollectionRequest(collection=stored, embedder=embedder), timeout=STORE_TIMEOUT_S)
         except grpc.aio.AioRpcError as err:
-            raise Refusal(f"the vector store cannot make {stored!r} with {embedder}: {err.details()}",
-                          err.code()) from None
+            raise Refusal(f"the stores cannot make {stored!r} with {embedder}{', ' + language if language else ''}: "
+                          f"{err.details()}", err.code()) from None
 
         def begin(current: Alias | None) -> Alias:
-            alias = current or Alias(name=collection, generations={0: Generation(number=0, embedder=serving_embedder,
+            alias = current or Alias(name=collection, generations={0: Generation(number=0, embedder=serving[0],
+                                                                                 language=serving[1],
                                                                                  note="the collection as it was")})
             if alias.building is not None:  # another gateway began one meanwhile (the hold makes this rare)
                 raise Refusal(f"generation {alias.building} of {collection!r} is being built meanwhile",
                               grpc.StatusCode.FAILED_PRECONDITION)
-            alias.generations[number] = Generation(number=number, embedder=embedder,
+            alias.generations[number] = Generation(number=number, embedder=embedder, language=language,
                                                    note=f"re-indexed from generation {alias.serving}")
             alias.building = number
             return alias
@@ -178,27 +195,33 @@ class Reindexer:
             to_copy=len(set(differs["bm25"]) | set(differs["vector"])),
             removed=len(set(gone["bm25"]) | set(gone["vector"])))
         seal = self.sealer.of(collection)
-        copied: set[str] = set()
+        todo = sorted(set(differs["bm25"]) | set(differs["vector"]))
+        for ids in batched(todo, batch):  # both stores at once: one indexes while the other embeds
+            wanted = set(ids)
+            await asyncio.gather(*(self._copy(store, serving, target, [d for d in differs[store] if d in wanted], seal)
+                                   for store in STORES))
+            progress.copied += len(ids)
+            progress.seconds = time.monotonic() - started
+            yield progress
         for store in STORES:
-            stub = self._stub(store)
-            for ids in batched(differs[store], batch):
-                chunks = (await stub.GetChunks(common_pb2.GetChunksRequest(collection=serving, doc_ids=ids),
-                                               timeout=STORE_TIMEOUT_S)).chunks
-                if seal is not None:  # the store indexes the texts: opened from the sealed records, kept sealed
-                    chunks = [seal.copyable(c) for c in chunks]
-                    if store == "bm25" and hashes_terms(seal):
-                        chunks = self.terms.chunks(seal, chunks)
-                await stub.UpsertChunks(common_pb2.UpsertChunksRequest(collection=target, chunks=chunks),
-                                        timeout=STORE_TIMEOUT_S)
-                copied.update(ids)
-                progress.copied = len(copied)
-                progress.seconds = time.monotonic() - started
-                yield progress
             for ids in batched(gone[store], MAX_BATCH):
-                await stub.DeleteDocuments(common_pb2.DeleteDocumentsRequest(collection=target, doc_ids=ids),
-                                           timeout=STORE_TIMEOUT_S)
+                await self._stub(store).DeleteDocuments(common_pb2.DeleteDocumentsRequest(collection=target, doc_ids=ids),
+                                                        timeout=STORE_TIMEOUT_S)
         progress.seconds = time.monotonic() - started
         yield progress
+
+    async def _copy(self, store: str, serving: str, target: str, ids: list[str], seal) -> None:
+        """These documents' chunks from one store of the serving generation to the same store of the target."""
+        if not ids:
+            return
+        stub = self._stub(store)
+        chunks = (await stub.GetChunks(common_pb2.GetChunksRequest(collection=serving, doc_ids=ids),
+                                       timeout=STORE_TIMEOUT_S)).chunks
+        if seal is not None:  # the store indexes the texts: opened from the sealed records, kept sealed
+            chunks = [seal.copyable(c) for c in chunks]
+            if store == "bm25" and hashes_terms(seal):
+                chunks = self.terms.chunks(seal, chunks)
+        await stub.UpsertChunks(common_pb2.UpsertChunksRequest(collection=target, chunks=chunks), timeout=STORE_TIMEOUT_S)
 
     async def _listing(self, store: str, collection: str) -> dict[str, str]:
         """Document id -> content hash, as one store holds the collection."""
@@ -256,6 +279,7 @@ class Reindexer:
         for n in sorted(alias.generations):
             g, held = alias.generations[n], counts.get(alias.stored(n))
             out.generations.add(number=n, stored_name=alias.stored(n), role=ROLES[alias.role(n)], embedder=g.embedder,
+                                language=g.language,
                                 documents=held.documents if held else 0, chunks=held.chunks if held else 0,
                                 created_unix=g.created, built_unix=g.built, note=g.note)
         return out

@@ -520,3 +520,26 @@ async def test_declared_fields_are_indexed_and_boosted_as_on_tantivy(engines, tm
         await engine.upsert("code", [chunk("bare", "cache entry")])
         assert "bare" in {h.doc_id for h in (await engine.search("code", ["entry"], 10, []))[0]}
     await local.close()
+
+
+async def test_create_collection_keeps_the_declared_language_only(engines):
+    """CreateCollection on OpenSearch: the declared language's index, idempotent; another language is the
+    tantivy engine's (FAILED_PRECONDITION, before any request reaches the cluster)."""
+    from hybridsearch.common.validation import InvalidArgument, Refusal
+
+    remote, _ = engines()
+    with pytest.raises(Refusal) as refused:
+        await remote.create("c", "de")
+    assert refused.value.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert "opensearch-bm25" in str(refused.value) and "bm25.engine=embedded" in str(refused.value)
+    with pytest.raises(InvalidArgument):
+        await remote.create("c", "xx")
+    assert await remote.collections() == []
+    assert await remote.create("c", "") == (True, "en")
+    assert await remote.create("c", "en") == (False, "en")
+    assert await remote.collections() == ["c"]
+    stats = await remote.stats("c")
+    assert (stats.documents, stats.details["language"]) == (0, "en")
+    await remote.upsert("c", CORPUS)  # the index the create made takes writes as a write's own
+    (hits,) = await remote.search("c", ["protein binding"], 10, [])
+    assert hits[0].doc_id == "binding"

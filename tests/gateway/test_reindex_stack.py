@@ -189,3 +189,25 @@ def test_a_reindex_cut_short_keeps_its_generation_in_step_and_the_rerun_finishes
     for store in ("bm25", "vector"):
         assert stored(stack, store, "reidx-c.g1") == stored(stack, store, "reidx-c") and len(stored(stack, store, "reidx-c")) == 151
     admin.drop_collection("reidx-c")
+
+
+def test_a_reindex_into_another_analysis_language_keeps_the_embedder_and_analyzes_anew(stack, admin):
+    german = [document(f"de-{i}", text, title="Notiz") for i, text in enumerate((
+        "Die alten Häuser stehen an den Flüssen der Stadt.", "Im Garten blühen die Rosen im Sommer.",
+        "Der Bäcker verkauft frisches Brot am Morgen."))]
+    admin.upsert("reidx-lang", german)  # declared English (the default): German words analyzed as English
+
+    def bm25_hits(collection: str) -> list[str]:
+        return [h.doc_id for h in admin.search("Haus", collection=collection, mode="bm25", effort="fast").hits]
+
+    assert bm25_hits("reidx-lang") == []
+    last = list(admin.reindex("reidx-lang", language="de"))[-1]
+    assert last.phase == aliases_pb2.REINDEX_PHASE_BUILT
+    assert bm25_hits("reidx-lang.g1") == ["de-0"]  # German stemming: Häuser -> haus
+    g1 = last.alias.generations[1]
+    assert (g1.language, g1.embedder) == ("de", last.alias.generations[0].embedder)  # the embedder kept
+    admin.switch_alias("reidx-lang", 1)
+    time.sleep(1.5)
+    assert bm25_hits("reidx-lang") == ["de-0"]
+    assert {s.store: s for s in admin.stats("reidx-lang").stores}["bm25"].details["language"] == "de"
+    admin.drop_collection("reidx-lang")
