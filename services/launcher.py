@@ -116,8 +116,11 @@ class Stack:
             return
         redis_dir = self.settings.data_dir / "redis"
         redis_dir.mkdir(parents=True, exist_ok=True)
+        # An append-only file in the data dir: the aliases (which generation serves), restore marks and drop
+        # epochs outlive a restart (gateway/aliases.py); fsync'd every second, no snapshots (RDB) besides.
         self._run("redis", [binary, "--port", str(port), "--bind", host, "--dir", str(redis_dir.resolve()),
-                            "--save", "", "--appendonly", "no"], lambda: port_open(host, port), 15)
+                            "--save", "", "--appendonly", "yes", "--appendfsync", "everysec"],
+                  lambda: port_open(host, port), 15)
         self.notes.append(f"redis: started redis-server on {host}:{port}")
 
     def start_triton(self) -> None:

@@ -69,6 +69,9 @@ class Reindexer:
     def _stub(self, store: str):
         return self.backends.bm25 if store == "bm25" else self.backends.vector
 
+    def _stubs(self):
+        return [self._stub(store) for store in STORES]
+
     async def run(self, request: aliases_pb2.ReindexRequest) -> AsyncIterator[aliases_pb2.ReindexResponse]:
         collection = check_written_collection(request.collection)
         batch = request.batch_documents or DEFAULT_BATCH
@@ -125,6 +128,10 @@ class Reindexer:
         number = record.next_number() if record is not None else 1
         stored = (record or Alias(name=collection)).stored(number)
         try:
+            # a generation of that name left by an alias whose record was lost (a Redis without its data): no
+            # record names it, so nothing writes it; it goes, so that the new one starts empty
+            await asyncio.gather(*(stub.DropCollection(stores_pb2.DropStoreCollectionRequest(collection=stored),
+                                                       timeout=STORE_TIMEOUT_S) for stub in self._stubs()))
             if language:  # before any write could create it with the declared language
                 await self.backends.bm25.CreateCollection(
                     bm25_pb2.CreateBm25CollectionRequest(collection=stored, language=language), timeout=STORE_TIMEOUT_S)

@@ -11,8 +11,10 @@ import threading
 import time
 
 import pytest
+import redis
 
 from hybridsearch.client import GatewayClient, HybridSearchError, document
+from hybridsearch.gateway.aliases import ALIASES_KEY
 from hybridsearch.v1 import aliases_pb2, common_pb2
 from stacks import client_environment, store_call
 
@@ -211,3 +213,20 @@ def test_a_reindex_into_another_analysis_language_keeps_the_embedder_and_analyze
     assert bm25_hits("reidx-lang") == ["de-0"]
     assert {s.store: s for s in admin.stats("reidx-lang").stores}["bm25"].details["language"] == "de"
     admin.drop_collection("reidx-lang")
+
+
+def test_an_alias_outlives_a_redis_restart_and_a_lost_record_leaves_no_stale_generation(stack, admin):
+    admin.upsert("reidx-r", [doc(f"r-{i}", i) for i in range(8)])
+    assert list(admin.reindex("reidx-r", "static-minilm", switch=True))[-1].alias.serving == 1
+    stack.stop_one("redis")
+    stack.start_redis()  # serve all's Redis keeps an append-only file in the data dir
+    info = admin.get_alias("reidx-r")
+    assert info.serving == 1 and {s.store: s for s in admin.stats("reidx-r").stores}["vector"].details["embedder"] == "static-minilm"
+    # a record lost all the same (a Redis without its data): a new re-index does not reuse the generation left
+    redis.Redis.from_url(stack.settings.expansion.redis_url).hdel(ALIASES_KEY, "reidx-r")
+    admin.delete("reidx-r", ["r-0"])  # no record: written to generation 0 only; generation 1 still holds r-0
+    time.sleep(1.5)
+    last = list(admin.reindex("reidx-r", "static-minilm"))[-1]
+    assert last.generation == 1 and [p for p in last.alias.generations if p.number == 1][0].documents == 7
+    assert "r-0" not in stored(stack, "vector", "reidx-r.g1")
+    admin.drop_collection("reidx-r")
