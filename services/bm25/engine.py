@@ -12,11 +12,6 @@ from hybridsearch.common.stores import EngineStats, UpsertResult
 from hybridsearch.common.validation import InvalidArgument, Refusal
 from hybridsearch.v1 import common_pb2
 
-# Per collection, beside the engine's own files in its folder: what CreateCollection recorded of it (its
-# analysis language), on the engines that keep a language per collection (tantivy_engine.py).
-RECORD_FILE = "hybridsearch-collection.json"
-
-
 def field_name(key: str) -> str:
     """The index field of a declared text field (CollectionConfig.fields: a metadata key), on every engine."""
     return f"field_{key}"

@@ -31,7 +31,7 @@ exactly.
 
 Languages per collection. A collection is analyzed in its declared language (`CollectionConfig.language`;
 a generation `notes.g2` has its alias's) unless CreateCollection created it with another: that language
-is recorded in RECORD_FILE in the collection's folder, written before the index (a collection is never
+is recorded in its folder (common/stores.py COLLECTION_RECORD), written before the index (a collection is never
 without its record; a record left without an index by a crash is no collection and goes at the next
 open). Tantivy leaves a file it does not manage alone, so the record stays with the index: read once when
 the collection is opened, removed with the folder by a drop, copied by `capture` and moved in with the
@@ -55,12 +55,13 @@ import orjson
 import tantivy
 
 from hybridsearch.bm25.analyzer import Analyzer, Analyzers
-from hybridsearch.bm25.engine import RECORD_FILE, field_name, requested_language
+from hybridsearch.bm25.engine import field_name, requested_language
 from hybridsearch.bm25.folders import FolderCollections
 from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
 from hybridsearch.bm25.group_commit import MAX_GROUP, GroupCommit
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.stores import (
+    COLLECTION_RECORD, read_record, write_record,
     EngineStats, EngineUnavailable, UpsertResult, SPAN, chunk_from_payload, chunks_by_document, content_of, picked_metadata, span_of,
     span_payload, stored_content, stored_documents, unchanged_since,
 )
@@ -111,31 +112,6 @@ Write = Upsert | Delete
 
 def meta_term(key: str, value: str) -> str:
     return f"{key}={value}"
-
-
-def write_record(path: Path, language: str) -> None:
-    """Records a collection's language in its folder (made if need be), in one durable step: a reader never
-    sees half of it."""
-    path.mkdir(parents=True, exist_ok=True)
-    part = path / f"{RECORD_FILE}.part"
-    with open(part, "wb") as out:
-        out.write(orjson.dumps({"language": language}))
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(part, path / RECORD_FILE)
-    folder = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
-
-
-def read_record(path: Path) -> str | None:
-    """The language a collection's folder records; None without a record."""
-    try:
-        return orjson.loads((path / RECORD_FILE).read_bytes())["language"]
-    except FileNotFoundError:
-        return None
 
 
 class _Collection:
@@ -375,7 +351,7 @@ class _Collection:
                 except FileNotFoundError:
                     continue
                 (folder / "meta.json").write_bytes(meta)
-                for kept in (".managed.json", RECORD_FILE):  # the record: written once, before the index
+                for kept in (".managed.json", COLLECTION_RECORD):  # the record: written once, before the index
                     if (path / kept).exists():
                         shutil.copyfile(path / kept, folder / kept)
                 return
@@ -423,10 +399,10 @@ class TantivyBm25Engine(FolderCollections):
             created = not (path / self.MARKER).exists()
             if created:
                 if create is not None:
-                    write_record(path, create)  # before the index: an index is never without its record
+                    write_record(path, {"language": create})  # before the index: an index is never without its record
                 else:  # left by a create that died before its index: no collection
-                    (path / RECORD_FILE).unlink(missing_ok=True)
-            language = read_record(path)
+                    (path / COLLECTION_RECORD).unlink(missing_ok=True)
+            language = (read_record(path) or {}).get("language")
             opened = self._collections[name] = _Collection(
                 path, self.analyzers.for_collection(name, language), self.title_boost, self.fields_of(name),
                 language or self.analyzers.declared(name))

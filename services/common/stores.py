@@ -3,11 +3,45 @@
 from __future__ import annotations
 
 import base64
+import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from hybridsearch.common.validation import InvalidArgument
 from hybridsearch.v1 import common_pb2
+
+
+# Per collection, beside an embedded engine's own files in its folder: what CreateCollection recorded of it (the
+# vector store its embedder and dimension, tantivy its analysis language). Drops remove it with the folder,
+# snapshots carry it, restores move it in with the folder.
+COLLECTION_RECORD = "hybridsearch-collection.json"
+
+
+def write_record(folder: Path, record: dict) -> None:
+    """A collection's record written into its folder (made if need be) in one durable step: a reader never sees
+    half of it, a crash never leaves an empty one."""
+    folder.mkdir(parents=True, exist_ok=True)
+    part = folder / f"{COLLECTION_RECORD}.part"
+    with open(part, "w") as out:
+        out.write(json.dumps(record))
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(part, folder / COLLECTION_RECORD)
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def read_record(folder: Path) -> dict | None:
+    """A collection's record; None when its folder has none."""
+    try:
+        return json.loads((folder / COLLECTION_RECORD).read_text())
+    except FileNotFoundError:
+        return None
 
 
 def chunks_by_document(chunks: list[common_pb2.Chunk]) -> dict[str, list[common_pb2.Chunk]]:

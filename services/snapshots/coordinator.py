@@ -37,6 +37,7 @@ from hybridsearch.common.collections import collection_config
 from hybridsearch.common.config import Settings
 from hybridsearch.common.holds import Held, Holds
 from hybridsearch.common.sealing import KeysFile, keys_path
+from hybridsearch.common.stores import COLLECTION_RECORD
 from hybridsearch.common.validation import Refusal, check_collection, check_written_collection
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.catalog import Catalog
@@ -275,7 +276,11 @@ class Snapshots:
             raise Refusal(f"collection {target!r} is declared otherwise than the snapshot's {manifest.collection!r} "
                           f"was ({', '.join(differ)}): declare it as {json.dumps(manifest.collection_config)} in the "
                           "collections file, or restore under a name declared so", grpc.StatusCode.FAILED_PRECONDITION)
-        if manifest.embedder != self.settings.vector.embedder:
+        vector = next(p for p in manifest.parts if p.store == Store.VECTOR)
+        recorded = any(f.path.rsplit("/", 1)[-1] == COLLECTION_RECORD for f in vector.files)
+        # a collection whose folder records its embedder (vector/store.py VectorSpace) restores with it; one
+        # without a record is embedded with the deployment's default, which must then be the snapshot's
+        if manifest.embedder != self.settings.vector.embedder and not recorded:
             raise Refusal(f"the snapshot's vectors are {manifest.embedder}'s; this deployment embeds with "
                           f"{self.settings.vector.embedder}: restore it where vector.embedder is {manifest.embedder}, "
                           "then re-index", grpc.StatusCode.FAILED_PRECONDITION)

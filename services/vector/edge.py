@@ -5,7 +5,7 @@ filters and write semantics as the server path (`store.ChunkPointStore`), and th
 search settings: `collection_config`, `payload_indexes`, `search_params` and `qdrant_filter` build
 qdrant-client models, which `edge_config`, `edge_search_params` and `edge_filter` translate.
 
-Each shard's folder also holds SPACE_FILE, the collection's VectorSpace (its embedder and dimension):
+Each shard's folder also holds its record (common/stores.py COLLECTION_RECORD), the collection's VectorSpace (its embedder and dimension):
 qdrant-edge leaves a file it does not know alone in a shard's folder (it creates, loads, writes and
 optimizes around it), so a drop removes the record with the shard and a snapshot (the folder copied,
 then renamed into place) carries it. Shards are created and loaded with their own dimension; a shard
@@ -29,7 +29,6 @@ touches a shard.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import shutil
@@ -41,7 +40,7 @@ import qdrant_edge as qe
 from qdrant_client import models
 
 from hybridsearch.common.config import VectorSettings
-from hybridsearch.common.stores import CollectionExists, EngineUnavailable
+from hybridsearch.common.stores import CollectionExists, EngineUnavailable, read_record, write_record
 from hybridsearch.common.validation import check_collection
 from hybridsearch.vector.store import (
     SCROLL_PAGE,
@@ -57,7 +56,6 @@ from hybridsearch.vector.store import (
 log = logging.getLogger(__name__)
 
 CONFIG_FILE = "edge_config.json"  # what EdgeShard.create writes: its presence means the shard exists
-SPACE_FILE = "hybridsearch-collection.json"  # the collection's VectorSpace, beside qdrant-edge's own files
 # HNSW full_scan_threshold (KB of vectors), Qdrant's default: a segment, or a filter's candidate set,
 # smaller than this is scored by scan instead of the graph.
 FULL_SCAN_KB = 10_000
@@ -131,14 +129,6 @@ def edge_filter(flt: models.Filter | None) -> qe.Filter | None:
     return qe.Filter(must=clause(flt.must), should=clause(flt.should), must_not=clause(flt.must_not))
 
 
-def write_space(path: Path, space: VectorSpace) -> None:
-    """Records the space in a shard's folder (made if need be), in one step: a reader never sees half of it."""
-    path.mkdir(parents=True, exist_ok=True)
-    part = path / f"{SPACE_FILE}.part"
-    part.write_text(json.dumps(vars(space)))
-    os.replace(part, path / SPACE_FILE)
-
-
 class EdgeStore(ChunkPointStore):
     """Shards under `path`, opened on first use and kept open until `close`, each with its VectorSpace."""
 
@@ -167,8 +157,8 @@ class EdgeStore(ChunkPointStore):
 
     def _read_space(self, path: Path) -> VectorSpace:
         """A shard's recorded space; the default one when it has no record."""
-        file = path / SPACE_FILE
-        return VectorSpace(**json.loads(file.read_text())) if file.exists() else self.default_space
+        record = read_record(path)
+        return VectorSpace(**record) if record is not None else self.default_space
 
     def _open_sync(self, path: Path) -> tuple[qe.EdgeShard, VectorSpace, int]:
         """Loads (the current settings overwrite the stored ones; segments converge to them on the next
@@ -216,7 +206,7 @@ class EdgeStore(ChunkPointStore):
                         return None
                     # Before the shard: a shard is never without its record (a record left without a shard by
                     # a crash is no collection, and the next create writes its own).
-                    await asyncio.to_thread(write_space, path, create)
+                    await asyncio.to_thread(write_record, path, vars(create))
                 started = time.perf_counter()
                 shard, space, unindexed = await asyncio.to_thread(self._open_sync, path)
                 log.info("%s: opened %s in %.2fs (%s, %d dimensions; %d points without HNSW)", self.name, path,
@@ -263,7 +253,7 @@ class EdgeStore(ChunkPointStore):
         return existed
 
     async def capture(self, collection: str, folder: Path) -> bool:
-        """The shard flushed and its folder copied, its record (SPACE_FILE) with it (qdrant-edge changes its
+        """The shard flushed and its folder copied, its record with it (qdrant-edge changes its
         files in place: a link would not keep them), under the writers' lock: no write, optimize or
         maintenance of it runs meanwhile."""
         async with self._lock:

@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 from hybridsearch.bm25.embedded import EmbeddedBm25Engine
-from hybridsearch.bm25.engine import RECORD_FILE
+from hybridsearch.common.stores import COLLECTION_RECORD as RECORD_FILE
 from hybridsearch.bm25.service import Bm25Servicer
 from hybridsearch.bm25.tantivy_engine import TantivyBm25Engine
 from hybridsearch.common.validation import InvalidArgument, Refusal

@@ -230,3 +230,20 @@ def test_an_alias_outlives_a_redis_restart_and_a_lost_record_leaves_no_stale_gen
     assert last.generation == 1 and [p for p in last.alias.generations if p.number == 1][0].documents == 7
     assert "r-0" not in stored(stack, "vector", "reidx-r.g1")
     admin.drop_collection("reidx-r")
+
+
+def test_a_snapshot_of_an_alias_takes_its_serving_generation_and_restores_with_its_embedder(stack, admin, tmp_path):
+    admin.upsert("reidx-s", [doc(f"s-{i}", i) for i in range(12)])
+    list(admin.reindex("reidx-s", "static-minilm", switch=True))
+    made = admin.create_snapshot("reidx-s", str(tmp_path / "repo"))
+    assert made.collection == "reidx-s" and made.documents == 12
+    done = admin.restore_snapshot(made.location, "reidx-s-copy")  # the vectors' record travels with them
+    assert done.documents == 12
+    vector = {s.store: s for s in admin.stats("reidx-s-copy").stores}["vector"]
+    assert vector.details["embedder"] == "static-minilm"
+    assert answers(admin, "reidx-s-copy") == answers(admin, "reidx-s")
+    with pytest.raises(HybridSearchError) as refused:  # an alias is no restore target
+        admin.restore_snapshot(made.location, "reidx-s")
+    assert refused.value.code().name == "ALREADY_EXISTS"
+    admin.drop_collection("reidx-s")
+    admin.drop_collection("reidx-s-copy")
