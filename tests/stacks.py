@@ -64,12 +64,40 @@ def shifted(env: dict[str, str]) -> dict[str, str]:
             if key.endswith(("_PORT", "_URL")) else value for key, value in env.items()}
 
 
+# Ports a stack's settings name that the stack does not serve itself (started by the tests that need them).
+NOT_SERVED = ("HYBRIDSEARCH_SNAPSHOTS__S3_ENDPOINT_URL",)
+
+
+def taken_ports(env: dict[str, str]) -> list[str]:
+    """The stack's ports (2xxxx in its *_PORT and *_URL settings) that something on this machine already
+    answers on, each with its setting."""
+    import socket
+
+    taken = []
+    for key, value in env.items():
+        if not key.endswith(("_PORT", "_URL")) or key in NOT_SERVED:
+            continue
+        for port in PORT.findall(value):
+            with socket.socket() as s:
+                s.settimeout(0.2)
+                if s.connect_ex(("127.0.0.1", int(port))) == 0:
+                    taken.append(f"{port} ({key})")
+    return taken
+
+
 @contextmanager
 def running_stack(env: dict[str, str]):
-    """The whole stack as child processes, configured by `env` on top of this process's environment."""
+    """The whole stack as child processes, configured by `env` on top of this process's environment. Refused
+    when one of its ports is taken: a test would talk to whatever answers there (another checkout's stack:
+    "invalid API key"), never to its own."""
+    import pytest
+
     from hybridsearch.common.config import get_settings
     from hybridsearch.launcher import Stack
 
+    if taken := taken_ports(shifted(env)):
+        pytest.fail(f"the test stack's ports are taken: {', '.join(taken)}: another stack runs on this machine (stop "
+                    "it, or move this run's ports with HYBRIDSEARCH_TEST_PORT_SHIFT=N, N a multiple of 10)")
     saved = dict(os.environ)
     os.environ.update(shifted(env))
     os.environ.setdefault("HYBRIDSEARCH_MODELS_DIR", str(REPO / "var" / "models"))

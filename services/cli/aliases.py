@@ -11,7 +11,8 @@ import typer
 from rich.markup import escape
 
 from hybridsearch.cli.base import OPERATE, app, console, tool_imports
-from hybridsearch.cli.resources import gateway_call, wrapping_table
+from hybridsearch.cli.resources import gateway_call
+from hybridsearch.cli.tables import Column, name_column, wrapping_table
 from hybridsearch.common.validation import generation_name
 from hybridsearch.v1 import aliases_pb2
 
@@ -28,9 +29,10 @@ def roles(info: aliases_pb2.AliasInfo) -> str:
 
 
 def print_alias(info: aliases_pb2.AliasInfo) -> None:
-    table = wrapping_table(f"alias {info.collection}", [("generation", "right"), ("stored as", "left"), ("role", "left"),
-                                                        ("embedder", "left"), ("language", "left"), ("documents", "right"),
-                                                        ("chunks", "right"), ("built", "left"), ("note", "left")])
+    table = wrapping_table(f"alias {info.collection}", ["generation", name_column("stored as"), Column("role", "left"),
+                                                        Column("embedder", "left"), Column("language", "left"),
+                                                        "documents", "chunks", Column("built", "left"),
+                                                        Column("note", "left", ratio=1)])
     for g in info.generations:
         role = aliases_pb2.GenerationRole.Name(g.role).removeprefix("GENERATION_ROLE_").lower()
         table.add_row(str(g.number), g.stored_name, role, g.embedder, g.language or "declared", str(g.documents), str(g.chunks),

@@ -33,6 +33,9 @@ def bench(
     unanswerable: Annotated[Optional[Path], typer.Option(exists=True, file_okay=False,
                             help="with --calibration: this BEIR folder's judged queries (another domain) run too, "
                                  "every hit irrelevant, pooled in a second set of figures")] = None,
+    collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="the collection to bench (indexed "
+                          "from the folder unless it holds exactly its corpus); default: bench-<dataset>-<hash of "
+                          "the index-time settings>")] = None,
 ):
     """Bench nDCG@10, Recall@100, MRR@10 and latency per mode on a BEIR-layout folder."""
     with tool_imports("bench"):
@@ -55,7 +58,7 @@ def bench(
         stack = Stack(settings).start()
     try:
         client = gateway_client()
-        collection = collection_name(folder, settings)
+        collection = collection or collection_name(folder, settings)
         queries, qrels = load_judged_queries(folder, limit)
         off_domain = None
         if unanswerable is not None:
@@ -76,7 +79,7 @@ def bench(
     finally:
         if stack is not None:
             stack.stop()
-    report = {"dataset": folder.resolve().name, "ignore_identical_ids": ignore, "modes": results,
+    report = {"dataset": folder.resolve().name, "collection": collection, "ignore_identical_ids": ignore, "modes": results,
               "typos": typos, "typo_rate": typo_rate if typos is not None else None, "fuzzy": fuzzy}
     if as_json:
         print(json.dumps(report, indent=2))

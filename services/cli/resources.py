@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from hybridsearch.cli.base import SEARCH, app, console, gateway_client
+from hybridsearch.cli.tables import Column, name_column, wrapping_table
 
 T = TypeVar("T")
 COLLECTION = typer.Option("--collection", "-c", help="the collection")
@@ -43,21 +44,13 @@ def call(method: Callable[..., T], *args) -> T:
         return method(client)(*args)
 
 
-def wrapping_table(title: str, columns: list[tuple[str, str]]) -> Table:
-    """A table whose cells and headers fold onto more lines when the terminal is narrow, never cut ("…")."""
-    table = Table(title=title, show_lines=False)
-    for header, justify in columns:
-        table.add_column(header, justify=justify, overflow="fold")
-    return table
-
-
 def print_json(message) -> None:
     print(json.dumps(MessageToDict(message, preserving_proto_field_name=True), indent=2))
 
 
 def collections_table(response) -> Table:
-    table = wrapping_table("collections", [("collection", "left"), ("documents", "right"), ("chunks", "right"),
-                                           ("engines", "left"), ("language", "left"), ("options", "left")])
+    table = wrapping_table("collections", [name_column("collection"), "documents", "chunks", Column("engines", "left"),
+                                           Column("language", "left"), Column("options", "left", ratio=1)])
     for c in response.collections:
         engines = ", ".join(f"{s.store}: {s.engine}" for s in c.stores)
         options = "; ".join(f"{key}={value}" for key, value in sorted(c.options.items()))
@@ -135,9 +128,8 @@ def stats(collection: Annotated[str, COLLECTION] = "default",
     if as_json:
         print_json(response)
         return
-    table = wrapping_table(f"stats: {response.collection}", [("store", "left"), ("engine", "left"),
-                                                              ("documents", "right"), ("chunks", "right"),
-                                                              ("details", "left")])
+    table = wrapping_table(f"stats: {response.collection}", [Column("store", "left"), Column("engine", "left"),
+                                                              "documents", "chunks", Column("details", "left", ratio=1)])
     for s in response.stores:
         details = ", ".join(f"{key}={value}" for key, value in sorted(s.details.items()))
         table.add_row(s.store, escape(s.engine), str(s.documents), str(s.chunks), escape(details))

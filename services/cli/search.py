@@ -13,7 +13,7 @@ from google.protobuf.json_format import MessageToDict
 from rich.console import Console
 from rich.markup import escape
 
-from hybridsearch.cli.base import SEARCH, app, console, gateway_client, progress_bar
+from hybridsearch.cli.base import SAMPLE_CORPUS, SEARCH, app, console, gateway_client, progress_bar
 
 
 EXIT_NOTHING = 1  # nothing to index
@@ -21,12 +21,26 @@ EXIT_SKIPPED = 3  # indexed, but some files (or JSON records) offered were skipp
 SHOWN_PER_REASON = 20  # skipped files listed under each reason; the rest counted
 
 
+def target_collection(path: Path, collection: str | None) -> str:
+    """The collection `index` writes into: the one named; without -c, `default` for the sample corpus only (a
+    user's files never mix with the samples unasked: exit 2 naming the option)."""
+    if collection is not None:
+        return collection
+    if path.resolve() == SAMPLE_CORPUS.resolve() or SAMPLE_CORPUS.resolve() in path.resolve().parents:
+        return "default"
+    console.print(f"[red]name the collection[/] {escape(str(path))} goes into: [bold]-c NAME[/] (`default` holds the "
+                  "sample corpus; `-c default` adds these files to it anyway)", soft_wrap=True)
+    raise typer.Exit(2)
+
+
 @app.command(rich_help_panel=SEARCH)
 def index(
     path: Annotated[Path, typer.Argument(exists=True, help="a folder (Markdown, text, reStructuredText, HTML, JSON/JSONL, "
                                                            "PDF, Python/JS/TS/Go/Java source), a file, or a BEIR "
                                                            "corpus.jsonl[.gz] (or its folder)")],
-    collection: Annotated[str, typer.Option("--collection", "-c")] = "default",
+    collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="the collection the files go "
+                                                      "into (required but for the sample corpus, which goes into "
+                                                      "`default`)")] = None,
     batch_size: int = 64,
     include: Annotated[Optional[list[str]], typer.Option(help="only files matching this glob (path, or name "
                                                               "for a glob without '/'); repeat")] = None,
@@ -43,6 +57,7 @@ def index(
     from hybridsearch.corpus import open_corpus
     from hybridsearch.readers.jsondocs import FieldMap
 
+    collection = target_collection(path, collection)
     try:
         fields = FieldMap.parse(field_map or [])
     except ValueError as err:
@@ -170,6 +185,7 @@ def query(
     context: Annotated[int, typer.Option(help="neighbouring chunks to show before and after each hit (0-5)")] = 0,
     metadata: Annotated[Optional[list[str]], typer.Option("--metadata", "-m", help="a metadata field each hit shows; "
                         "repeat (default: the collection's return_metadata)")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="every leg's state, not only the failed ones")] = False,
 ):
     """Search one or more collections through the gateway."""
     from hybridsearch.client import HybridSearchError, search_request
@@ -202,7 +218,7 @@ def query(
         print(json.dumps(MessageToDict(response, preserving_proto_field_name=True), indent=2))
     else:
         following = next_page_command(ctx, response.next_page_token)
-        print_response(text, response, following)
+        print_response(text, response, following, verbose, tuple(collections))
 
 
 # What a page token does not carry: the next page's command repeats every other option as given
@@ -249,28 +265,46 @@ def highlighted(snippet: str, highlights) -> str:
     return "".join(out)
 
 
-def source_line(hit) -> str:
-    """Where a hit comes from: "path:12-30 (symbol)  type, modified  field=value …" (empty when nothing is known)."""
+def citation(hit) -> str:
+    """Where a hit sits: "path:12-30 (symbol)", the path alone, or empty when nothing is known."""
     place = hit.path
     if hit.HasField("citation"):
         span = hit.citation.chunk
         place = f"{place or hit.doc_id}:{span.start_line}-{span.end_line}"
     symbol = hit.metadata.get("symbol")
+    return f"{place} ({symbol})" if symbol and place else place
+
+
+def source_line(hit) -> str:
+    """Where a hit comes from: "path:12-30 (symbol)  type, modified  field=value …" (empty when nothing is known)."""
     extra = [f"{k}={v}" for k, v in hit.metadata.items() if k != "symbol"]
     about = ", ".join(x for x in (hit.type, hit.modified[:10]) if x)
-    return "  ".join(x for x in (f"{place} ({symbol})" if symbol else place, about, " ".join(extra)) if x)
+    return "  ".join(x for x in (citation(hit), about, " ".join(extra)) if x)
 
 
-def print_response(text: str, response, next_page: str = "") -> None:
+def context_lines(hit) -> list[str]:
+    """A hit's neighbouring chunks (SearchRequest.context), each one line: "before (lines 3-9): text"."""
+    lines = []
+    for label, chunks in (("before", reversed(hit.context_before)), ("after", hit.context_after)):
+        for chunk in chunks:
+            where = f"lines {chunk.span.start_line}-{chunk.span.end_line}" if chunk.HasField("span") else chunk.chunk_id
+            lines.append(f"{label} ({where}): {' '.join(chunk.text.split())[:200]}")
+    return lines
+
+
+def print_response(text: str, response, next_page: str = "", verbose: bool = False,
+                   searched: tuple[str, ...] = ()) -> None:
     """An answer as lines: hits numbered on from the page's offset (page 2 of ten starts at 11), their
-    legs and snippets, tags, `next_page` (the command for the next page) and the explanation."""
+    legs and snippets, tags, `next_page` (the command for the next page), and the explanation; without one,
+    the failed legs and notices (every leg's state with `verbose`)."""
     from hybridsearch.client import explain_lines
     from hybridsearch.common import legs as leg_table
     from hybridsearch.v1 import common_pb2, search_pb2
 
     out = Console(soft_wrap=True)
     counts = f", {response.counts.line}" if response.counts.line else f", {response.total_candidates} candidates"
-    out.print(f"[bold]{text}[/]  ({response.took_ms:.0f} ms{counts}{', DEGRADED' if response.degraded else ''})")
+    where = f"in {', '.join(searched)}, " if searched else ""  # which collection answered: `default` is the samples
+    out.print(f"[bold]{text}[/]  ({where}{response.took_ms:.0f} ms{counts}{', DEGRADED' if response.degraded else ''})")
     for i, hit in enumerate(response.hits, response.offset + 1):
         legs = ", ".join(f"{leg_table.name_of(l.leg)}/"
                          f"{common_pb2.QueryKind.Name(l.kind).removeprefix('QUERY_KIND_').lower()}#{l.rank}" for l in hit.legs[:4])
@@ -281,10 +315,8 @@ def print_response(text: str, response, next_page: str = "") -> None:
         if where_from := source_line(hit):
             out.print(f"    [green]{escape(where_from)}[/]")
         out.print(f"    {highlighted(hit.snippet, hit.highlights)}")
-        for label, chunks in (("before", reversed(hit.context_before)), ("after", hit.context_after)):
-            for chunk in chunks:
-                lines = f"lines {chunk.span.start_line}-{chunk.span.end_line}" if chunk.HasField("span") else chunk.chunk_id
-                out.print(f"    [dim]{label} ({lines}): {escape(' '.join(chunk.text.split())[:200])}[/]")
+        for line in context_lines(hit):
+            out.print(f"    [dim]{escape(line)}[/]")
     if response.tag_counts:
         out.print("tags: " + ", ".join(f"{tag} {n}" for tag, n in response.tag_counts.items()))
     if response.next_page_token:
@@ -303,5 +335,16 @@ def print_response(text: str, response, next_page: str = "") -> None:
         if e.rerank_scores:
             out.print(f"  rerank scores: { {k: round(v, 3) for k, v in list(e.rerank_scores.items())[:10]} }")
     else:
-        for line in explain_lines(response):
+        for line in (explain_lines(response) if verbose else problems(response)):
             out.print(f"  {line}")
+
+
+def problems(response) -> list[str]:
+    """What a plain answer shows beside its hits: the legs that failed (the answer is degraded) and the notices;
+    every leg's state is `--explain` or `-v`'s (a skipped rerank or tag leg is no news)."""
+    from hybridsearch.client.requests import enum_word
+    from hybridsearch.v1 import search_pb2
+
+    failed = [f"{s.name}: {enum_word(search_pb2.LegState, s.state)}{' (' + s.reason + ')' if s.reason else ''}"
+              for s in response.legs if s.state == search_pb2.LEG_STATE_FAILED]
+    return failed + [f"notice: {n}" for n in response.notices]

@@ -55,7 +55,7 @@ def run_demo():
         total = gateway_client().index("default", documents)
         console.print(f"indexed {SAMPLE_CORPUS}: {total.documents_written} written, {total.documents_unchanged} unchanged")
         response = gateway_client().search(search_pb2.SearchRequest(query=SAMPLE_QUERY, explain=True, top_k=5))
-        print_response(SAMPLE_QUERY, response)
+        print_response(SAMPLE_QUERY, response, searched=("default",))
         ep = get_settings().endpoints
         console.print(f"\n[green]serving[/]: gateway {ep.addr('gateway')} — try\n"
                       f"  .venv/bin/hybridsearch query 'reciprocal rank fusion' --explain\n"

@@ -9,7 +9,8 @@ import typer
 from rich.markup import escape
 
 from hybridsearch.cli.base import OPERATE, app, console
-from hybridsearch.cli.resources import gateway_call, wrapping_table
+from hybridsearch.cli.resources import gateway_call
+from hybridsearch.cli.tables import Column, name_column, wrapping_table
 
 snapshot_app = typer.Typer(help="Snapshots of a collection: create, list, restore, delete, prune", no_args_is_help=True)
 app.add_typer(snapshot_app, name="snapshot", rich_help_panel=OPERATE)
@@ -58,9 +59,8 @@ def list_(collection: Annotated[str, typer.Option("--collection", "-c", help="on
     """The repository's snapshots, newest first."""
     with gateway_call() as client:
         listed = client.list_snapshots(collection, repository)
-    table = wrapping_table("snapshots", [("created", "left"), ("collection", "left"), ("documents", "right"),
-                                         ("size", "right"), ("new", "right"), ("pause ms", "right"),
-                                         ("location", "left")])
+    table = wrapping_table("snapshots", [Column("created", "left"), name_column("collection"), "documents", "size", "new",
+                                         "pause ms", Column("location", "left", ratio=1)])
     for s in listed.snapshots:
         table.add_row(s.created_at, s.collection, str(s.documents), size(s.bytes_total), size(s.bytes_new),
                       f"{s.write_pause_ms:.0f}", s.location)

@@ -15,6 +15,7 @@ KiB = 1024
 MiB = 1024 * KiB
 
 # --- fields -----------------------------------------------------------------------------------------
+MAX_CONTEXT = 5                  # SearchRequest.context: neighbouring chunks before and after each hit
 MAX_QUERY_CHARS = 8192           # SearchRequest.query
 MAX_FILTERS = 16                 # filters of one request
 MAX_FILTER_VALUES = 256          # values of one any_of

@@ -47,16 +47,22 @@ EXAMPLE_ANSWER = json.dumps({
             "and slow-wave sleep. In a randomized trial, 400 mg of caffeine taken six hours before bedtime "
             "reduced total sleep by more than one hour.",
 })
-# What llama.cpp compiles into a grammar (bounded lists keep a small model from looping).
+# What llama.cpp compiles into a grammar. Bounded lists keep a small model from looping, and bounded strings keep
+# the whole object inside max_tokens: an unbounded passage ran past it, and the answer cut short held no JSON
+# object (THOROUGH then degraded to PRF). 3 x 60 + 2 x 120 + 400 characters is ~300 tokens at the worst.
 RESPONSE_SCHEMA = {
     "type": "object",
     "properties": {
-        "lexical": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
-        "semantic": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
-        "hyde": {"type": "string"},
+        "lexical": {"type": "array", "items": {"type": "string", "maxLength": 60}, "maxItems": 3},
+        "semantic": {"type": "array", "items": {"type": "string", "maxLength": 120}, "maxItems": 2},
+        "hyde": {"type": "string", "maxLength": 400},
     },
     "required": ["lexical", "semantic", "hyde"],
 }
+# An answer cut short all the same (a server without grammars, a max_tokens set low) is closed where it stopped:
+# the variants it finished are kept, a passage cut mid-sentence too.
+CLOSERS = ("", "}", '"}', "]}", '"]}', '""}', '"],"semantic":[],"hyde":""}', '],"semantic":[],"hyde":""}',
+           '","hyde":""}', ',"hyde":""}')
 SYSTEM_PROMPT_DE = (
     "Du hilfst einer Suchmaschine, Dokumente zu finden. Schreibe zur Anfrage des Nutzers: lexical, bis zu 3 "
     "Stichwortanfragen mit Synonymen und verwandten Fachbegriffen, die in der Anfrage nicht vorkommen; "
@@ -135,13 +141,25 @@ class LlmError(RuntimeError):
 
 
 def parse_expansion(content: str) -> LlmExpansion:
-    match = JSON_OBJECT.search(content)
-    if not match:
+    """The expansion an answer holds (chatter around it allowed); one cut short is closed where it stopped
+    (CLOSERS)."""
+    start = content.find("{")
+    if start < 0:
         raise LlmError("LLM answer holds no JSON object")
-    try:
-        return LlmExpansion.model_validate(json.loads(match.group(0)))
-    except (json.JSONDecodeError, ValidationError) as err:
-        raise LlmError(f"LLM answer is not valid expansion JSON: {err}") from err
+    if match := JSON_OBJECT.search(content):
+        try:
+            return LlmExpansion.model_validate(json.loads(match.group(0)))
+        except ValidationError as err:
+            raise LlmError(f"LLM answer is not valid expansion JSON: {err}") from err
+        except json.JSONDecodeError:
+            pass  # an object cut short, with a brace inside it: closed below
+    cut = content[start:].rstrip().rstrip(",")
+    for closer in CLOSERS:
+        try:
+            return LlmExpansion.model_validate(json.loads(cut + closer))
+        except (json.JSONDecodeError, ValidationError):
+            continue
+    raise LlmError("LLM answer is not valid expansion JSON, and cut short where it cannot be closed")
 
 
 def capped(query: str, limit: int = MAX_PROMPT_QUERY_CHARS) -> str:

@@ -36,12 +36,16 @@ def feedback_words(analyzer: Analyzer) -> tuple[re.Pattern, frozenset[str]]:
     return FEEDBACK_WORDS.get(analyzer.language, (ANY_WORD, analyzer.stopwords))
 
 
-def feedback_terms(query: str, docs: list[tuple[str, float]], analyzer: Analyzer, n_terms: int) -> list[str]:
-    """Best expansion words (surface forms) from (text, bm25 score) feedback documents."""
+def feedback_terms(query: str, docs: list[tuple[str, float]], analyzer: Analyzer, n_terms: int,
+                   also_stop: frozenset[str] = frozenset()) -> list[str]:
+    """Best expansion words (surface forms) from (text, bm25 score) feedback documents; `also_stop`: the
+    stopwords of the query's own language when the documents are analyzed in another (a German query over a
+    collection declared English finds German documents: their "die" and "und" are no feedback terms)."""
     if not docs or n_terms <= 0:
         return []
     query_stems = set(analyzer.analyze(query))
     word, stop = feedback_words(analyzer)
+    stop = stop | also_stop
     top = max(score for _, score in docs) or 1.0
     weights: dict[str, float] = defaultdict(float)
     surface: dict[str, Counter] = defaultdict(Counter)

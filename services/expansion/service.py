@@ -39,6 +39,9 @@ from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, expansion_pb2, expansion_
 log = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 8192
 PROBE_HITS = 10
+# A failed probe's status passed on as it is; any other becomes UNAVAILABLE (the caller may retry).
+PASSED_ON = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT,
+             grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.RESOURCE_EXHAUSTED)
 LLM_DEADLINE_MARGIN_S = 1.0
 
 
@@ -124,14 +127,20 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
     async def _expand(self, query, collection, filters, generator, language, documents_language,
                       context, fuzzy=False, seal: CollectionSeal | None = None) -> expansion_pb2.ExpandResponse:
         hashed = hashes_terms(seal)
-        probe = await self.bm25.Search(
-            common_pb2.LegSearchRequest(
-                collection=collection, limit=PROBE_HITS, filters=filters, fuzzy=fuzzy and not hashed,
-                queries=[common_pb2.LegQuery(text=self.terms.query(seal, query) if hashed else query,
-                                             kind=common_pb2.QUERY_KIND_ORIGINAL)],
-            ),
-            timeout=_remaining(context),
-        )
+        try:
+            probe = await self.bm25.Search(
+                common_pb2.LegSearchRequest(
+                    collection=collection, limit=PROBE_HITS, filters=filters, fuzzy=fuzzy and not hashed,
+                    queries=[common_pb2.LegQuery(text=self.terms.query(seal, query) if hashed else query,
+                                                 kind=common_pb2.QUERY_KIND_ORIGINAL)],
+                ),
+                timeout=_remaining(context),
+            )
+        except grpc.aio.AioRpcError as err:
+            # the BM25 store down or late: its status, never UNKNOWN (the gateway reports the leg with it)
+            code = err.code() if err.code() in PASSED_ON else grpc.StatusCode.UNAVAILABLE
+            await context.abort(code, f"the BM25 probe for feedback documents failed ({err.code().name}: "
+                                      f"{err.details()}); retry")
         hits = list(probe.lists[0].hits) if probe.lists else []
         if dominant_top_hit([h.score for h in hits], self.cfg.dominant_ratio, self.cfg.dominant_min_score):
             return expansion_pb2.ExpandResponse(skipped=True, skip_reason="dominant BM25 top hit", generator="none")
@@ -156,8 +165,9 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
         feedback = hits[: self.cfg.prf_docs]
         if seal is not None:  # a sealed collection's probe answers sealed records: its feedback texts opened here
             feedback = [_opened(seal, h) for h in feedback]
+        own = self.analyzers.language(language).stopwords if language != documents_language else frozenset()
         terms = feedback_terms(query, [(h.title + " " + h.text, h.score) for h in feedback],
-                               self.analyzers.language(documents_language), self.cfg.prf_terms)
+                               self.analyzers.language(documents_language), self.cfg.prf_terms, own)
         lexical, semantic = prf_variants(query, terms)
         if not lexical:
             return expansion_pb2.ExpandResponse(skipped=True, skip_reason="no feedback documents", generator="none",

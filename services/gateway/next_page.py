@@ -8,7 +8,7 @@ import time
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.gateway.deadline import Deadline
 from hybridsearch.gateway.paging import Pager
-from hybridsearch.gateway.previews import counts_line, show, tag_distribution
+from hybridsearch.gateway.previews import result_counts, show, tag_distribution
 from hybridsearch.gateway.request import SearchPlan
 from hybridsearch.gateway.respond import attach_context, search_hit
 from hybridsearch.gateway.texts import StoredTexts
@@ -39,9 +39,9 @@ async def next_page(request: search_pb2.SearchRequest, plan: SearchPlan, pager: 
     response.hits.extend(hits)
     response.offset = token.offset
     reranked = sum(order.reranked)
-    response.counts.CopyFrom(search_pb2.ResultCounts(
-        reranked=reranked, candidates=order.head.total_candidates, returned=len(hits),
-        line=counts_line(reranked, order.head.total_candidates, len(hits))))
+    first = order.head.counts  # the first page's: the candidates and the min_score's cut do not change
+    response.counts.CopyFrom(result_counts(reranked, first.candidates or order.head.total_candidates, len(hits),
+                                           plan.min_score, first.above_min_score))
     response.tag_counts.update(tag_distribution(tags))
     if missing := [h.doc_id for h, place in zip(hits, home) if place not in chunks]:
         response.notices.append(f"{len(missing)} hits of this page are no longer stored (deleted since): {missing[:5]}")

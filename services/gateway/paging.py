@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 
 TOKEN_VERSION = 2  # 2: the digest names the collections searched (version 1 tokens are refused)
 SENT_WAIT_S = 1.0  # the stored order is built once the first page is sent, or after this long at the latest
+WATCH_S = 0.5  # how often a Redis found unreachable is pinged until it answers again
 # A payload naming MAX_COLLECTIONS (8) collections of 63 characters is ~600 bytes, ~800 in base64.
 MAX_TOKEN_CHARS = 1024
 KEY_PREFIX = "hybridsearch:order:"  # a KeptOrder (paging.proto); "page:" held the SearchHit-built StoredOrder
@@ -186,7 +187,8 @@ class Pager:
 
     The order is built and written after the answer has gone (a task), so a first page costs its caller
     nothing; a later page that arrives before that write finished waits for it. While Redis is
-    unreachable first pages carry no token and say why (each still tries a write, so paging comes back)."""
+    unreachable first pages carry no token and say why; a watch pings it every WATCH_S meanwhile, so the
+    first answer after it is back carries a token again."""
 
     def __init__(self, settings: Settings) -> None:
         cfg = settings.paging
@@ -200,6 +202,7 @@ class Pager:
         self.max_hits = cfg.max_hits
         self.reachable = True
         self._pending: dict[str, asyncio.Task] = {}
+        self._watch: asyncio.Task | None = None  # while Redis is unreachable: pings it until it answers
 
     def keep(self, request: search_pb2.SearchRequest, first: search_pb2.SearchResponse,
              order: Callable[[int], paging_pb2.KeptOrder], candidates: int, next_offset: int,
@@ -238,6 +241,18 @@ class Pager:
             if self.reachable:
                 log.warning("the page store (Redis) is not reachable (%s): answers carry no page token", err)
             self.reachable = False
+            if self._watch is None or self._watch.done():
+                self._watch = asyncio.ensure_future(self._until_reachable())
+
+    async def _until_reachable(self) -> None:
+        while not self.reachable:
+            await asyncio.sleep(WATCH_S)
+            try:
+                await self.store.client.ping()
+            except (RedisError, OSError):
+                continue
+            log.info("the page store (Redis) is reachable again: page tokens on")
+            self.reachable = True
 
     async def order(self, request: search_pb2.SearchRequest) -> tuple[PageToken, paging_pb2.KeptOrder]:
         """The token's stored order, or InvalidArgument (bad, foreign, expired token) / Refusal (no Redis)."""
@@ -251,4 +266,6 @@ class Pager:
             raise Refusal(f"the page store (Redis) is not reachable ({type(err).__name__}); retry later") from err
 
     async def close(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
         await self.store.client.aclose()

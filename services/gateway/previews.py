@@ -150,8 +150,13 @@ def describe(hit: search_pb2.SearchHit, chunk: common_pb2.LegHit | common_pb2.Ch
     hit.path, hit.type, hit.modified = meta.get("path", ""), meta.get("type", ""), meta.get("modified", "")
 
 
-def counts_line(reranked: int, candidates: int, returned: int) -> str:
-    return f"Reranked {reranked} of {candidates}, returned {returned}"
+def result_counts(reranked: int, candidates: int, returned: int, min_score: float = 0.0,
+                  above: int = 0) -> search_pb2.ResultCounts:
+    """The answer's counts and their line; with a min_score, how many candidates it kept."""
+    kept = f", {above} at or above min_score {min_score:g}" if min_score > 0 else ""
+    return search_pb2.ResultCounts(reranked=reranked, candidates=candidates, returned=returned,
+                                   above_min_score=above if min_score > 0 else 0,
+                                   line=f"Reranked {reranked} of {candidates}{kept}, returned {returned}")
 
 
 def tag_distribution(tag_values: Iterable[str]) -> dict[str, int]:

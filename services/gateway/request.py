@@ -8,7 +8,7 @@ from hybridsearch.common.collections import DEFAULT, CollectionConfig, collectio
 from hybridsearch.common.config import Settings
 from hybridsearch.common.effort import DEFAULT_EFFORT, effort_policy, why_not_expand
 from hybridsearch.common.language import check_language
-from hybridsearch.common.limits import MAX_QUERY_CHARS
+from hybridsearch.common.limits import MAX_CONTEXT, MAX_QUERY_CHARS
 from hybridsearch.common.sealing import CollectionSeal
 from hybridsearch.common.validation import InvalidArgument, check_collection, check_field, check_filters
 from hybridsearch.fusion.methods import FusionParams
@@ -123,7 +123,6 @@ def check_search_collections(names, collection: str) -> tuple[list[str], str]:
 
 # What every hit shows when its document has it (SearchHit.path, type, modified): the folder readers set them.
 SHOWN_FIELDS = ("path", "type", "modified")
-MAX_CONTEXT = 5
 MAX_RETURN_METADATA = 32  # with the boosts, tags and SHOWN_FIELDS within the legs' MAX_METADATA_FIELDS (64)
 
 

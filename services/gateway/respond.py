@@ -18,7 +18,7 @@ from hybridsearch.gateway.calibration import Scale, non_increasing, own_scores, 
 from hybridsearch.gateway.deadline import Deadline
 from hybridsearch.gateway.keys import split_key
 from hybridsearch.gateway.pool import Pool
-from hybridsearch.gateway.previews import counts_line, show, tag_distribution
+from hybridsearch.gateway.previews import result_counts, show, tag_distribution
 from hybridsearch.gateway.report import Report
 from hybridsearch.gateway.request import SearchPlan
 from hybridsearch.gateway.rerank import Reranked
@@ -88,8 +88,7 @@ class Responder:
         response = search_pb2.SearchResponse(
             hits=page, legs=list(report.legs.values()), degraded=report.degraded, mode=plan.mode, effort=plan.effort,
             total_candidates=len(kept), notices=report.notices, tag_counts=tag_distribution(tags), offset=plan.offset,
-            counts=search_pb2.ResultCounts(reranked=reranked_n, candidates=len(kept), returned=len(page),
-                                           line=counts_line(reranked_n, len(kept), len(page))),
+            counts=result_counts(reranked_n, len(fused), len(page), plan.min_score, len(kept)),
             took_ms=(time.perf_counter() - report.started) * 1000,
         )
         if plan.explain:

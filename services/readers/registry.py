@@ -31,7 +31,9 @@ READERS: dict[str, Kind] = {
     ".html": Kind.HTML, ".htm": Kind.HTML,
     ".json": Kind.JSON, ".jsonl": Kind.JSON,
     ".py": Kind.CODE, ".go": Kind.CODE, ".java": Kind.CODE, ".js": Kind.CODE, ".mjs": Kind.CODE, ".cjs": Kind.CODE,
-    ".jsx": Kind.CODE, ".ts": Kind.CODE, ".tsx": Kind.CODE,
+    ".jsx": Kind.CODE, ".ts": Kind.CODE, ".tsx": Kind.CODE, ".sh": Kind.CODE, ".bash": Kind.CODE, ".rs": Kind.CODE,
+    ".c": Kind.CODE, ".h": Kind.CODE, ".cc": Kind.CODE, ".cpp": Kind.CODE, ".cxx": Kind.CODE, ".hpp": Kind.CODE,
+    ".hh": Kind.CODE, ".hxx": Kind.CODE, ".cs": Kind.CODE, ".rb": Kind.CODE,
     ".pdf": Kind.PDF,
 }
 

@@ -41,3 +41,19 @@ def test_a_narrow_terminal_folds_cells_and_loses_nothing(width):
     lines = text.splitlines()
     body = [line for line in lines[next(i for i, line in enumerate(lines) if "──" in line) + 1:] if line.strip()]
     assert "".join(line.split()[0] for line in body) == name  # the first column, folded, reads whole
+
+
+def test_the_collections_table_never_breaks_a_name_at_80_columns():
+    from hybridsearch.cli.resources import collections_table
+    from hybridsearch.v1 import collections_pb2, ingest_pb2
+
+    listed = collections_pb2.ListCollectionsResponse()
+    for name in ("team-notes-20269", "a-rather-long-collection-name-2026-11", "default"):
+        c = listed.collections.add(name=name, documents=123456, chunks=234567, language="en",
+                                   options={"boosts": '[{"field": "type", "value": "decision"}]', "fuzzy": "true"})
+        c.stores.extend([ingest_pb2.StoreSummary(store="bm25", engine="embedded-tantivy"),
+                         ingest_pb2.StoreSummary(store="vector", engine="qdrant-edge+minilm-fp32")])
+    text = rendered(collections_table(listed), 80)
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+    words = set(re.findall(r"\S+", text))
+    assert {"team-notes-20269", "a-rather-long-collection-name-2026-11", "default"} <= words  # each on one line

@@ -34,3 +34,24 @@ def test_the_prompt_follows_the_query_language():
     # The multilingual fallback: English instructions that ask for the query's own language.
     assert french[0]["content"].startswith(SYSTEM_PROMPT) and "in French, never translated" in french[0]["content"]
     assert "language" in prompt_for("xx").system
+
+
+@pytest.mark.parametrize("cut,lexical,semantic,hyde", [
+    ('{"lexical": ["caffeine sleep", "coffee insomnia"], "semantic": ["How does coffee',
+     ["caffeine sleep", "coffee insomnia"], ["How does coffee"], ""),
+    ('{"lexical": ["caffeine sleep"], "semantic": ["Does coffee hurt sleep?"], "hyde": "Caffeine delays sl',
+     ["caffeine sleep"], ["Does coffee hurt sleep?"], "Caffeine delays sl"),
+    ('{"lexical": ["caffeine sleep", "adeno', ["caffeine sleep", "adeno"], [], ""),
+])
+def test_an_answer_cut_short_is_closed_where_it_stopped(cut, lexical, semantic, hyde):
+    out = parse_expansion(cut)
+    assert (out.lexical, out.semantic, out.hyde) == (lexical, semantic, hyde)
+
+
+def test_the_schema_bounds_every_string_so_the_object_fits_max_tokens():
+    from hybridsearch.expansion.llm import RESPONSE_SCHEMA
+
+    fields = RESPONSE_SCHEMA["properties"]
+    worst = (fields["lexical"]["maxItems"] * fields["lexical"]["items"]["maxLength"]
+             + fields["semantic"]["maxItems"] * fields["semantic"]["items"]["maxLength"] + fields["hyde"]["maxLength"])
+    assert worst <= 1000  # characters: ~300 tokens at worst, under the request's max_tokens (320)

@@ -175,3 +175,29 @@ def test_thorough_answers_inside_a_short_client_deadline(llm_stack):
     assert took < 5 and response.hits
     if expansion.state != OK:
         assert response.degraded and expansion.state in (search_pb2.LEG_STATE_FAILED, search_pb2.LEG_STATE_FALLBACK)
+
+
+# Varied as a new user's first queries are: questions, keywords, German, French, identifiers, a long one.
+VARIED = (
+    "how are ranked lists from several retrievers merged", "what does the reranker do with the top hits",
+    "reciprocal rank fusion constant", "why would a query be expanded", "chunking markdown documents by heading",
+    "Wie werden die Ergebnisse mehrerer Suchverfahren zusammengeführt?", "Was macht der Reranker mit den Treffern?",
+    "Comment les listes de résultats sont-elles fusionnées ?", "pourquoi étendre une requête de recherche",
+    "parseConfig", "MAX_RETRIES default", "vector search with metadata filters", "typo tolerance in keyword search",
+    "how does the gateway decide which legs to call and what happens when one of them does not answer in time "
+    "while the deadline of the whole request keeps running", "caching of expansions in redis",
+    "when is the cross-encoder skipped", "hybrid search explained", "BM25 parameters k1 and b",
+    "how to index a folder of notes", "what is HyDE",
+)
+
+
+def test_twenty_varied_thorough_queries_in_a_row_none_degraded(llm_stack):
+    """The grammar bounds every field of the answer, so it always parses: no THOROUGH answer falls back to PRF
+    because the LLM's answer held no JSON (three of the first five did on a fresh stack before)."""
+    _, client = llm_stack
+    for query in VARIED:
+        response = thorough(client, f"{query} {uuid.uuid4().hex[:4]}")
+        expansion = {leg.name: leg for leg in response.legs}["expansion"]
+        said = " ".join([expansion.reason, *response.notices])
+        assert not response.degraded and expansion.state in (OK, search_pb2.LEG_STATE_SKIPPED), (query, said)
+        assert "LLM failed" not in said, (query, said)

@@ -55,3 +55,15 @@ words = st.text(letters, min_size=3, max_size=12)
 def test_the_english_word_pattern_reads_any_script_whole(sample):
     text = " ".join(sample) + ", 42 " + "; ".join(sample)
     assert WORD.findall(text) == sample + sample
+
+
+def test_a_german_query_over_a_collection_declared_english_drops_german_stopwords_too():
+    from hybridsearch.bm25.analyzer import Analyzers
+
+    docs = [("Die Häuser über dem Fluss wurden überflutet, und die Keller standen unter Wasser, sagt sie auf", 9.0),
+            ("Überflutete Keller: das Wasser stand in den Häusern und sie", 7.0)]
+    english, german = Analyzers().language("en"), Analyzers().language("de")
+    unfiltered = feedback_terms("Hochwasser Haus", docs, english, 8)
+    assert {"die", "und"} & set(unfiltered)  # English stopwords alone let them through (the bug)
+    terms = feedback_terms("Hochwasser Haus", docs, english, 8, german.stopwords)
+    assert not {"die", "sie", "auf", "und", "dem", "den", "das", "unter"} & set(terms) and "keller" in terms

@@ -6,6 +6,8 @@ from hybridsearch.expansion.signals import dominant_top_hit, strong_signal
 @pytest.mark.parametrize("query,reason", [
     ('"exact phrase" search', "quoted phrase"),
     ("where is parseConfig defined", "identifier-like token"),
+    ("ComputeChecksum", "identifier-like token"),
+    ("what does HttpClient retry", "identifier-like token"),
     ("MAX_RETRIES default", "identifier-like token"),
     ("call load_model() twice", "identifier-like token"),
     ("os.path.join behaviour", "identifier-like token"),
@@ -15,7 +17,8 @@ def test_strong_signals(query, reason):
     assert strong_signal(query) == reason
 
 
-@pytest.mark.parametrize("query", ["how do vaccines work", "protein folding in cells", "what is BM25?"])
+@pytest.mark.parametrize("query", ["how do vaccines work", "protein folding in cells", "what is BM25?",
+                                   "The Hague and Paris in Summer"])
 def test_ordinary_questions_are_expanded(query):
     assert strong_signal(query) is None
 

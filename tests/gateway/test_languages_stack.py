@@ -63,3 +63,17 @@ def test_an_unsupported_language_is_invalid_argument(gateway, german):
         search(gateway, "Haus", language="klingon")
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "language 'klingon' is not supported" in err.value.details()
+
+
+def test_german_feedback_over_a_collection_declared_english_carries_no_german_stopwords(gateway, german):
+    # The same German documents in a collection nobody declared (English analysis): the query is detected German,
+    # and its feedback variants leave out German stopwords as well as English ones.
+    docs = german_documents()
+    gateway.index("docs-de-undeclared", docs)
+    response = gateway.search(search_pb2.SearchRequest(query="Wie wirkt Koffein auf den Schlaf", collection="docs-de-undeclared",
+                                                       effort=common_pb2.EFFORT_BALANCED, expand=True, explain=True))
+    e = response.explain
+    assert e.query_language == "de" and e.expansion_generator.startswith("prf") and list(e.lexical_variants)
+    added = {w.lower() for variant in e.lexical_variants for w in variant.split()} - {
+        w.lower() for w in "Wie wirkt Koffein auf den Schlaf".split()}
+    assert added and not added & {"die", "der", "das", "und", "sie", "auf", "den", "dem", "ist", "nicht", "mit"}, added

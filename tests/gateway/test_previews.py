@@ -8,7 +8,7 @@ from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.gateway.previews import (
     _analysed,
     _candidates,
-    counts_line,
+    result_counts,
     include_full_text,
     preview,
     query_terms,
@@ -77,5 +77,8 @@ def test_full_text_rule(rank, score, reranked, chars, effort, expected):
 
 
 def test_counts_line_and_tags():
-    assert counts_line(20, 143, 10) == "Reranked 20 of 143, returned 10"
+    assert result_counts(20, 143, 10).line == "Reranked 20 of 143, returned 10"
+    # with a min_score the line says how many passed it: the reranked never outnumber the candidates
+    cut = result_counts(10, 40, 1, min_score=0.5, above=1)
+    assert cut.line == "Reranked 10 of 40, 1 at or above min_score 0.5, returned 1" and cut.above_min_score == 1
     assert tag_distribution(["search, fusion", "fusion", "", "rerank,fusion "]) == {"fusion": 3, "rerank": 1, "search": 1}

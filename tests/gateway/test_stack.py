@@ -128,6 +128,11 @@ def test_min_score_means_the_same_for_every_query(gateway, sample, effort, reran
     kept, dropped = search(gateway, STRONG, min_score=0.5, **options), search(gateway, NONSENSE, min_score=0.5, **options)
     assert kept.hits and kept.hits[0].doc_id == "fusion.md" and all(h.score >= 0.5 for h in kept.hits)
     assert not dropped.hits and dropped.total_candidates == 0
+    # the counts add up: what was reranked is among the candidates, the min_score's cut is said apart
+    for answer in (kept, dropped):
+        counts = answer.counts
+        assert counts.reranked <= counts.candidates and counts.above_min_score == answer.total_candidates
+        assert f"{counts.above_min_score} at or above min_score 0.5" in counts.line
 
 
 def test_reupsert_is_idempotent(gateway, sample):
@@ -259,14 +264,45 @@ def test_a_leg_down_gives_a_degraded_answer(gateway, stack, sample, down, alive)
     assert recovers(lambda: not search(gateway, "vector search with metadata filters").degraded)
 
 
-def test_redis_down_runs_uncached_and_says_so(gateway, stack, sample):
+def test_the_expansion_service_answers_a_failed_bm25_probe_with_its_status_never_unknown(stack, sample):
+    import asyncio
+
+    from hybridsearch.common.server import insecure_channel
+    from hybridsearch.v1 import expansion_pb2, expansion_pb2_grpc
+
+    async def expand() -> grpc.StatusCode:
+        channel = insecure_channel(stack.settings.endpoints.addr("expansion"))
+        try:
+            await expansion_pb2_grpc.ExpansionServiceStub(channel).Expand(expansion_pb2.ExpandRequest(
+                query=f"how do ranked lists merge {uuid.uuid4().hex[:6]}", collection="default",
+                effort=common_pb2.EFFORT_THOROUGH), timeout=20)
+            return grpc.StatusCode.OK
+        except grpc.aio.AioRpcError as err:
+            assert err.code() != grpc.StatusCode.UNAVAILABLE or "BM25 probe" in (err.details() or ""), err.details()
+            return err.code()
+        finally:
+            await channel.close()
+
+    stack.stop_one("bm25")
+    try:
+        assert asyncio.run(expand()) == grpc.StatusCode.UNAVAILABLE
+    finally:
+        stack.start_service("bm25")
+    assert recovers(lambda: asyncio.run(expand()) == grpc.StatusCode.OK)  # and back once the store is
+
+
+def test_redis_down_runs_uncached_and_says_so_and_paging_is_back_on_the_next_answer(gateway, stack, sample):
     stack.stop_one("redis")
     try:
-        response = search(gateway, f"ingestion of markdown headings {uuid.uuid4().hex[:6]}")
+        response = search(gateway, f"ingestion of markdown headings {uuid.uuid4().hex[:6]}", top_k=2)
         assert legs(response)["expansion"].state == OK
         assert any("Redis" in n for n in response.notices)
+        time.sleep(1.5)  # the page store found it gone (the write of that answer's order failed)
+        assert not search(gateway, f"ingestion of markdown {uuid.uuid4().hex[:6]}", top_k=2).next_page_token
     finally:
         stack.start_redis()
+    time.sleep(1.0)  # the page store's watch pings Redis every 0.5 s
+    assert search(gateway, f"ingestion of markdown {uuid.uuid4().hex[:6]}", top_k=2).next_page_token
 
 
 def test_triton_down_still_answers(gateway, stack, sample):

@@ -147,3 +147,14 @@ def test_a_missing_library_names_the_extra(monkeypatch):
             reader_class(Kind.RST)
     finally:
         reader_class.cache_clear()
+
+
+def test_source_files_of_every_language_go_to_the_code_reader(tmp_path):
+    languages = {"run.sh": "bash", "lib.bash": "bash", "lib.rs": "rust", "buf.c": "c", "buf.h": "c", "a.cc": "cpp",
+                 "b.cpp": "cpp", "c.cxx": "cpp", "d.hpp": "cpp", "e.hh": "cpp", "f.hxx": "cpp", "G.cs": "c_sharp",
+                 "box.rb": "ruby"}
+    make(tmp_path, {name: "x\n" for name in languages})
+    folder = Folder(tmp_path)
+    docs = list(folder.documents(folder.readable()))
+    assert {d.id: d.metadata["language"] for d in docs} == languages
+    assert folder.skipped.total == 0 and not folder.skips

@@ -18,6 +18,7 @@ class Command(Enum):
     EXPLAIN = "explain"
     MODE = "mode"
     EFFORT = "effort"
+    CONTEXT = "context"
     FILTER = "filter"
     USE = "use"
     OPEN = "open"
@@ -39,6 +40,8 @@ SPECS: dict[Command, Spec] = {
     Command.EXPLAIN: Spec("", "why the last query's hits rank as they do: legs, expansion, fusion, timings"),
     Command.MODE: Spec(f"[{'|'.join(MODES)}]", "show or set the retrieval mode", max_args=1),
     Command.EFFORT: Spec(f"[{'|'.join(EFFORTS)}]", "show or set the effort", max_args=1),
+    Command.CONTEXT: Spec("[0-5]", "show or set how many neighbouring chunks each hit shows before and after it",
+                          max_args=1),
     Command.FILTER: Spec("[field=value | field!=value ... | clear]",
                          "show, add (repeat a field for any of its values) or clear metadata filters", max_args=None),
     Command.USE: Spec("COLLECTION ...", "search these collections from now on", min_args=1, max_args=None),

@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.text import Text
 
-from hybridsearch.cli.search import highlighted
+from hybridsearch.cli.search import citation, context_lines, highlighted
 from hybridsearch.cli.shell.catalog import CollectionSummary, Document
 from hybridsearch.cli.shell.commands import PREFIX, SPECS
 from hybridsearch.cli.shell.state import Page
@@ -17,7 +17,7 @@ from hybridsearch.client import explain_lines
 from hybridsearch.v1 import search_pb2
 
 RESULT_COLUMNS = (Column("rank"), Column("score"), Column("collection", "left"), Column("type", "left"),
-                  Column("path", "left"), Column("preview", "left", ratio=1))
+                  Column("where", "left"), Column("preview", "left", ratio=1))
 
 
 def hit_field(hit: search_pb2.SearchHit, name: str) -> str:
@@ -25,8 +25,9 @@ def hit_field(hit: search_pb2.SearchHit, name: str) -> str:
     return getattr(hit, name, "") if name in hit.DESCRIPTOR.fields_by_name else ""
 
 
-def hit_path(hit: search_pb2.SearchHit) -> str:
-    return hit_field(hit, "path") or hit.doc_id
+def hit_place(hit: search_pb2.SearchHit) -> str:
+    """The hit's citation as `query` prints it (path:lines (symbol)), else its path or id."""
+    return citation(hit) or hit.doc_id
 
 
 def hit_type(hit: search_pb2.SearchHit) -> str:
@@ -50,8 +51,9 @@ def results(page: Page) -> RenderableType:
     table = wrapping_table(title, RESULT_COLUMNS)
     for number, hit in enumerate(r.hits, page.first):
         table.add_row(str(number), f"{hit.score:.3f}", escape(hit.collection), escape(hit_type(hit)),
-                      escape(hit_path(hit)), preview(hit))
-    notes = [f"notice: {escape(n)}" for n in r.notices]
+                      escape(hit_place(hit)), preview(hit))
+    notes = [f"{number}. {escape(line)}" for number, hit in enumerate(r.hits, page.first) for line in context_lines(hit)]
+    notes += [f"notice: {escape(n)}" for n in r.notices]
     if r.next_page_token:
         notes.append(f"more: {PREFIX}next")
     return Group(table, *(Text.from_markup(n) for n in notes))

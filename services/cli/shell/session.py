@@ -27,6 +27,7 @@ class Session:
             Command.EXPLAIN: self.explain,
             Command.MODE: lambda args: self.setting(args, "mode", self.state.with_mode),
             Command.EFFORT: lambda args: self.setting(args, "effort", self.state.with_effort),
+            Command.CONTEXT: lambda args: self.setting(args, "context", self.state.with_context),
             Command.FILTER: self.filters,
             Command.USE: self.use,
             Command.OPEN: self.open,

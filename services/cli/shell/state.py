@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from hybridsearch.cli.shell.commands import ShellError
+from hybridsearch.common.limits import MAX_CONTEXT
 from hybridsearch.client import EFFORTS, MODES, Not, search_request
 from hybridsearch.v1 import search_pb2
 
@@ -85,6 +86,7 @@ class State:
     effort: str = "balanced"
     filters: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     top_k: int = 10
+    context: int = 0  # neighbouring chunks before and after each hit (SearchRequest.context)
     page: Page | None = None
 
     def with_mode(self, mode: str) -> State:
@@ -96,6 +98,11 @@ class State:
         if effort.lower() not in EFFORTS:
             raise ShellError(f"unknown effort {effort!r}; one of {', '.join(EFFORTS)}")
         return replace(self, effort=effort.lower())
+
+    def with_context(self, chunks: str) -> State:
+        if not chunks.isdigit() or not 0 <= int(chunks) <= MAX_CONTEXT:
+            raise ShellError(f"context is a number of chunks, 0-{MAX_CONTEXT}; got {chunks!r}")
+        return replace(self, context=int(chunks))
 
     def with_filters(self, args: tuple[str, ...]) -> State:
         if args == (CLEAR,):
@@ -125,11 +132,11 @@ class State:
                  else {"collection": self.collections[0]})
         try:
             return search_request(query, top_k=self.top_k, mode=self.mode, effort=self.effort, explain=explain,
-                                  filters=dict(self.filters), **where)
+                                  filters=dict(self.filters), context=self.context, **where)
         except ValueError as err:
             raise ShellError(str(err)) from None
 
     def settings_line(self) -> str:
         filters = " ".join(filter_words(self.filters)) or "none"
         return (f"collections {', '.join(self.collections)} | mode {self.mode} | effort {self.effort} | "
-                f"filters {filters} | {self.top_k} a page")
+                f"filters {filters} | context {self.context} | {self.top_k} a page")

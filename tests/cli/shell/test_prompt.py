@@ -80,8 +80,8 @@ def test_the_shell_on_a_terminal(screen, stack, corpus):
     prompt = rf"^{corpus.name} \[hybrid/fast\]>"  # capture-pane drops the trailing space
     screen.wait_for(prompt)
     screen.type(QUERY)
-    screen.wait_for(r"^ *rank +score +collection +type +path +preview")
-    screen.wait_for(r"^ +3 0\.\d{3} cli-shell +md +\S+\.md ")
+    screen.wait_for(r"^ *rank +score +collection +type +where +preview")
+    screen.wait_for(r"^ +3 0\.\d{3} cli-shell +md +\S+\.md:\d+-\d+ ")  # the hit's citation: path:lines
     screen.wait_for(r"^more: :next")
 
     screen.type(":next")  # page 2 numbers on: 4, 5, 6

@@ -31,12 +31,24 @@ def second_page() -> Page:
 def test_the_results_table_has_its_columns_and_numbers_on():
     text = text_of(render.results(second_page()))
     header = next(line for line in text.splitlines() if line.split()[:2] == ["rank", "score"])
-    assert header.split() == ["rank", "score", "collection", "type", "path", "preview"]
+    assert header.split() == ["rank", "score", "collection", "type", "where", "preview"]
     ranks = [line.split()[0] for line in text.splitlines() if re.match(r"\s*\d+\s+0\.\d{3}", line)]
     assert ranks == ["11", "12", "13"]
     assert "notes/fusion.md" in text and " md " in text and "Reranked 0 of 40, returned 3" in text
     assert "Reciprocal rank fusion merges" in text  # the snippet's newline folded into one paragraph
     assert "more: :next" in text
+
+
+def test_a_row_cites_its_lines_and_symbol_and_the_neighbours_follow_the_table():
+    page = second_page()
+    hit = page.response.hits[0]
+    hit.path = "src/fusion.py"
+    hit.citation.chunk.start_line, hit.citation.chunk.end_line = 12, 30
+    hit.metadata["symbol"] = "rrf_merge"
+    hit.context_after.add(chunk_id="notes/fusion.md#1", text="The constant k damps the top ranks.")
+    text = " ".join(text_of(render.results(page), 140).split())
+    assert "src/fusion.py:12-30 (rrf_merge)" in text  # what `query` prints as the hit's source line
+    assert "11. after (notes/fusion.md#1): The constant k damps the top ranks." in text
 
 
 def test_the_results_table_wraps_at_80_columns_and_cuts_nothing():

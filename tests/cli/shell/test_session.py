@@ -68,6 +68,14 @@ def test_filters_and_mode_shape_the_search(session, corpus):
     assert printed(session.handle(":filter clear")).strip() == "filters: none"
 
 
+def test_context_shows_each_hits_neighbours(session):
+    assert printed(session.handle(":context 1")).strip() == "context: 1"
+    text = printed(session.handle(QUERY))
+    assert session.state.page.request.context == 1
+    assert re.search(r"^\s*\d+\. (before|after) \(", text, re.MULTILINE), text
+    assert "context is a number of chunks, 0-5" in printed(session.handle(":context 9"))
+
+
 def test_explain_reads_the_last_query(session):
     session.handle(QUERY)
     text = printed(session.handle(":explain"))
