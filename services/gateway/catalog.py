@@ -75,7 +75,8 @@ class Catalog:
             # a store that did not answer may hold them: the search says what failed
             return [n for n in unknown if n in restoring]
         held = {c.name for a in answers for c in a.collections}
-        for name in held:
+        being_restored = {stored[n] for n in restoring}  # half-made: never remembered as existing
+        for name in held - being_restored:
             self._known[name] = now
         return [n for n in unknown if stored[n] not in held or n in restoring]
 
