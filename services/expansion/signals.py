@@ -8,7 +8,7 @@ QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”")
 IDENTIFIER = re.compile(
     r"""(?x)
     \b[a-z]+[A-Z][A-Za-z0-9]*\b          # camelCase
-  | \b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b  # PascalCase (two capitalised parts at least: not "The")
+  | \b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b  # PascalCase: two capitalised words at least (not "The", nor "HyDE")
   | \b[A-Za-z0-9]+_[A-Za-z0-9_]+\b       # snake_case, SCREAMING_CASE
   | \b[A-Za-z_][\w]*\(\)                 # call()
   | \b\w+(?:\.\w+){2,}\b                 # dotted.module.path

@@ -18,7 +18,7 @@ def test_strong_signals(query, reason):
 
 
 @pytest.mark.parametrize("query", ["how do vaccines work", "protein folding in cells", "what is BM25?",
-                                   "The Hague and Paris in Summer"])
+                                   "The Hague and Paris in Summer", "what is HyDE"])
 def test_ordinary_questions_are_expanded(query):
     assert strong_signal(query) is None
 
