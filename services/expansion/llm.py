@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import httpx
+import json_repair
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
@@ -59,10 +61,11 @@ RESPONSE_SCHEMA = {
     },
     "required": ["lexical", "semantic", "hyde"],
 }
-# An answer cut short all the same (a server without grammars, a max_tokens set low) is closed where it stopped:
-# the variants it finished are kept, a passage cut mid-sentence too.
-CLOSERS = ("", "}", '"}', "]}", '"]}', '""}', '"],"semantic":[],"hyde":""}', '],"semantic":[],"hyde":""}',
-           '","hyde":""}', ',"hyde":""}')
+# An answer cut short all the same (max_tokens reached, a server without grammars) is closed where it stopped by
+# json_repair: the variants it finished are kept, a passage cut mid-sentence too, a field cut before its value is
+# left out (FIELD_TYPES).
+FIELD_TYPES = {"lexical": list, "semantic": list, "hyde": str}
+PARTIAL_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{0,3})?$")  # an escape the cut split: "zusammengef\u00"
 SYSTEM_PROMPT_DE = (
     "Du hilfst einer Suchmaschine, Dokumente zu finden. Schreibe zur Anfrage des Nutzers: lexical, bis zu 3 "
     "Stichwortanfragen mit Synonymen und verwandten Fachbegriffen, die in der Anfrage nicht vorkommen; "
@@ -141,8 +144,7 @@ class LlmError(RuntimeError):
 
 
 def parse_expansion(content: str) -> LlmExpansion:
-    """The expansion an answer holds (chatter around it allowed); one cut short is closed where it stopped
-    (CLOSERS)."""
+    """The expansion an answer holds (chatter around it allowed); one cut short is closed where it stopped."""
     start = content.find("{")
     if start < 0:
         raise LlmError("LLM answer holds no JSON object")
@@ -153,13 +155,17 @@ def parse_expansion(content: str) -> LlmExpansion:
             raise LlmError(f"LLM answer is not valid expansion JSON: {err}") from err
         except json.JSONDecodeError:
             pass  # an object cut short, with a brace inside it: closed below
-    cut = content[start:].rstrip().rstrip(",")
-    for closer in CLOSERS:
-        try:
-            return LlmExpansion.model_validate(json.loads(cut + closer))
-        except (json.JSONDecodeError, ValidationError):
-            continue
-    raise LlmError("LLM answer is not valid expansion JSON, and cut short where it cannot be closed")
+    closed = json_repair.loads(PARTIAL_ESCAPE.sub("", content[start:].rstrip()))
+    if not isinstance(closed, dict):
+        raise LlmError("LLM answer is not valid expansion JSON, and cut short where it cannot be closed")
+    fields = {name: value for name, value in closed.items() if isinstance(value, FIELD_TYPES.get(name, ()))}
+    try:
+        expansion = LlmExpansion.model_validate(fields)
+    except ValidationError as err:
+        raise LlmError(f"LLM answer is not valid expansion JSON: {err}") from err
+    if not (expansion.lexical or expansion.semantic or expansion.hyde):
+        raise LlmError("LLM answer was cut short before its first variant")
+    return expansion
 
 
 def capped(query: str, limit: int = MAX_PROMPT_QUERY_CHARS) -> str:
@@ -178,8 +184,9 @@ class LlmExpander:
         self.max_tokens = max_tokens
         self.client = httpx.AsyncClient(timeout=timeout_s)
 
-    async def expand(self, query: str, language: str = "en") -> LlmExpansion:
-        body = {
+    def request(self, query: str, language: str = "en") -> dict:
+        """The chat completion asked for: streamed, the answer constrained to RESPONSE_SCHEMA."""
+        return {
             "model": self.model,
             "temperature": 0,
             "max_tokens": self.max_tokens,
@@ -187,17 +194,20 @@ class LlmExpander:
             "response_format": {"type": "json_object", "schema": RESPONSE_SCHEMA},
             "messages": prompt_for(language).messages(query),
         }
+
+    async def expand(self, query: str, language: str = "en") -> LlmExpansion:
+        body = self.request(query, language)
         async for attempt in AsyncRetrying(
             stop=stop_after_attempt(2), wait=wait_exponential(multiplier=0.2, max=1),
             retry=retry_if_exception_type(httpx.TransportError), reraise=True,
         ):
             with attempt:
-                content = await self._streamed(body)
+                content = "".join([piece async for piece in self.pieces(body)])
         return parse_expansion(content)
 
-    async def _streamed(self, body: dict) -> str:
-        """The completion's text, read from its server-sent events; leaving early closes the stream."""
-        parts: list[str] = []
+    async def pieces(self, body: dict) -> AsyncIterator[str]:
+        """The completion's text as the server sends it, read from its server-sent events; leaving early closes
+        the stream."""
         async with self.client.stream("POST", self.url, json=body) as response:
             if response.status_code != 200:
                 raise LlmError(f"LLM endpoint answered HTTP {response.status_code}")
@@ -208,10 +218,9 @@ class LlmExpander:
                 if data == "[DONE]":
                     break
                 try:
-                    parts.append(json.loads(data)["choices"][0].get("delta", {}).get("content") or "")
+                    yield json.loads(data)["choices"][0].get("delta", {}).get("content") or ""
                 except (KeyError, IndexError, ValueError, AttributeError) as err:
                     raise LlmError("LLM endpoint stream is not a chat completion") from err
-        return "".join(parts)
 
     async def close(self) -> None:
         await self.client.aclose()

@@ -24,7 +24,6 @@ run again to the generations the new record names, so no write misses a generati
 from __future__ import annotations
 
 import enum
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -176,8 +175,3 @@ class Aliases:
             self._read[name] = (time.monotonic(), new)
             return new
         raise AliasChanged(f"the alias record of {name!r} kept changing; try again")
-
-
-def describe(alias: Alias) -> dict:
-    """The record as a table row (the CLI's `alias show --json`)."""
-    return json.loads(alias.dump()) | {"roles": {n: alias.role(n).value for n in alias.generations}}

@@ -42,10 +42,23 @@ def test_the_prompt_follows_the_query_language():
     ('{"lexical": ["caffeine sleep"], "semantic": ["Does coffee hurt sleep?"], "hyde": "Caffeine delays sl',
      ["caffeine sleep"], ["Does coffee hurt sleep?"], "Caffeine delays sl"),
     ('{"lexical": ["caffeine sleep", "adeno', ["caffeine sleep", "adeno"], [], ""),
+    # Cut where a fixed list of closers could not close it (seen in CI: "cannot be closed", THOROUGH degraded).
+    ('{"lexical": ["a b"], "semantic": ["Does coffee hurt sleep?", "Is caf', ["a b"],
+     ["Does coffee hurt sleep?", "Is caf"], ""),
+    ('{"lexical": ["a b"], "semantic":', ["a b"], [], ""),
+    ('{"lexical": ["a b"], "semantic": [], "hy', ["a b"], [], ""),
+    ('{"lexical": ["a b"],\n  "semantic": ["x"],\n  "hyde": "Die Ergebnisse werden zusammengef\\u00', ["a b"], ["x"],
+     "Die Ergebnisse werden zusammengef"),
 ])
 def test_an_answer_cut_short_is_closed_where_it_stopped(cut, lexical, semantic, hyde):
     out = parse_expansion(cut)
     assert (out.lexical, out.semantic, out.hyde) == (lexical, semantic, hyde)
+
+
+@pytest.mark.parametrize("cut", ['{"lexical": [', '{"lex', '{"lexical": ["'])
+def test_an_answer_cut_before_its_first_variant_is_an_error(cut):
+    with pytest.raises(LlmError, match="cut short"):
+        parse_expansion(cut)
 
 
 def test_the_schema_bounds_every_string_so_the_object_fits_max_tokens():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import uuid
 
 import pytest
@@ -201,3 +202,34 @@ def test_twenty_varied_thorough_queries_in_a_row_none_degraded(llm_stack):
         said = " ".join([expansion.reason, *response.notices])
         assert not response.degraded and expansion.state in (OK, search_pb2.LEG_STATE_SKIPPED), (query, said)
         assert "LLM failed" not in said, (query, said)
+
+
+VALUE_STARTED = re.compile(r'"(lexical|semantic|hyde)"\s*:\s*(\[\s*)?"[^"\\]')  # a variant's first character
+
+
+def test_an_answer_cut_after_any_token_still_gives_the_variants_finished(llm_stack):
+    """Wherever max_tokens cuts the grammar's object, the variants finished before the cut are kept: every
+    token prefix of real answers is parsed (CI once saw an answer cut where a fixed list of closers could not
+    close it, and THOROUGH degraded)."""
+    import asyncio
+
+    from hybridsearch.expansion.llm import LlmExpander, parse_expansion
+
+    stack, _ = llm_stack
+    expander = LlmExpander(stack.settings.expansion.served_llm_url, "smollm2-135m", 30.0)
+
+    async def answers():
+        try:
+            return [[piece async for piece in expander.pieces(expander.request(query, language))]
+                    for query, language in ((VARIED[0], "en"), (VARIED[5], "de"), (VARIED[7], "fr"))]
+        finally:
+            await expander.close()
+
+    for pieces in asyncio.run(answers()):
+        whole = parse_expansion("".join(pieces))
+        assert whole.lexical or whole.semantic or whole.hyde, "".join(pieces)
+        for n in range(1, len(pieces) + 1):
+            if not VALUE_STARTED.search(prefix := "".join(pieces[:n])):
+                continue
+            cut = parse_expansion(prefix)
+            assert cut.lexical or cut.semantic or cut.hyde, prefix
