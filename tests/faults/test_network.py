@@ -71,15 +71,17 @@ def network(fault_stack, bm25_proxy):
 
 
 def test_added_latency_is_reported_late(fault_stack, network):
-    network.set(Fault.LATENCY, 0.2)
+    # 0.18 s: late (over leg_late_s, 0.15 s) and well inside the 0.25 s straggler grace on a busy 2-core machine
+    # (0.2 s once went past it in CI).
+    network.set(Fault.LATENCY, 0.18)
     answers = run_load(fault_stack)
     leg_timeout = fault_stack.settings.resilience.leg_timeout_s
     assert all(code == "OK" for _, code, _ in answers)
     states = [bm25_state(a) for _, _, a in answers]
-    assert all(s.state == search_pb2.LEG_STATE_OK and "late" in s.reason for s in states), states[:3]  # 0.2 s < the 0.25 s grace
+    assert all(s.state == search_pb2.LEG_STATE_OK and "late" in s.reason for s in states), states[:3]
     latencies = [t for t, _, _ in answers]
-    assert min(latencies) >= 0.2 and p99(latencies) < leg_timeout + 0.5
-    print(f"\nlatency 200 ms: {len(answers)} answers, p99 {p99(latencies) * 1000:.0f} ms, all OK, bm25 late")
+    assert min(latencies) >= 0.18 and p99(latencies) < leg_timeout + 0.5
+    print(f"\nlatency 180 ms: {len(answers)} answers, p99 {p99(latencies) * 1000:.0f} ms, all OK, bm25 late")
 
 
 def test_black_hole_is_cut_off_by_the_breaker(fault_stack, network):
