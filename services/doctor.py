@@ -7,13 +7,14 @@ import shutil
 
 import grpc
 import httpx
+import redis
 from rich.console import Console
 from rich.table import Table
 
 from hybridsearch.common import services
 from hybridsearch.common.config import get_settings
 from hybridsearch.common.tls import sync_channel
-from hybridsearch.launcher import grpc_healthy, port_open
+from hybridsearch.launcher import grpc_healthy
 from hybridsearch.v1 import common_pb2
 
 
@@ -35,14 +36,8 @@ def run_doctor(out: Console) -> int:
         if detail:
             table.add_row(f"  {name} engine", "", detail)
 
-    redis_host, redis_port = _host_port(settings.expansion.redis_url)
-    redis_up = port_open(redis_host, redis_port)
-    table.add_row(
-        "redis (expansion cache)", "[green]UP[/]" if redis_up else "[yellow]NOT RUNNING[/]",
-        settings.expansion.redis_url if redis_up else
-        f"{settings.expansion.redis_url} unreachable — expansion runs uncached"
-        + ("" if shutil.which("redis-server") else " (redis-server is not installed)"),
-    )
+    for row in _redis_rows(settings):
+        table.add_row(*row)
     table.add_row("llm (expansion)", *_llm_state(settings))
     table.add_row("embedder", "", f"{settings.vector.embedder} (max {settings.vector.max_seq_length} tokens)")
     table.add_row("bm25 settings", "", f"k1={settings.bm25.k1} b={settings.bm25.b} stemmer={settings.bm25.stemmer} "
@@ -57,6 +52,40 @@ def run_doctor(out: Console) -> int:
     return 1 if problems else 0
 
 
+# maxmemory-policy values that evict keys: wrong for the state Redis (a hold or an alias evicted is lost).
+EVICTING = ("allkeys-", "volatile-")
+
+
+def _redis_rows(settings) -> list[tuple[str, str, str]]:
+    """The state Redis and the cache Redis (RedisSettings): up, bounded, evicting as each role needs."""
+    cfg = settings.redis
+    roles = [("redis (state)", cfg.state_url, "holds, aliases, drop epochs, restore marks")]
+    if cfg.cache_url and cfg.cache_url != cfg.state_url:
+        roles.append(("redis (cache)", cfg.cache_url, "expansions, query vectors, page orders"))
+    rows = []
+    for name, url, holds in roles:
+        try:
+            client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=1)
+            try:
+                memory = client.info("memory")
+            finally:
+                client.close()
+        except (redis.RedisError, OSError) as err:
+            missing = "" if shutil.which("redis-server") else " (redis-server is not installed)"
+            rows.append((name, "[yellow]NOT RUNNING[/]", f"{url} unreachable ({type(err).__name__}){missing}"))
+            continue
+        policy, limit = memory.get("maxmemory_policy", "?"), int(memory.get("maxmemory", 0))
+        used = f"{memory.get('used_memory_human', '?')} of {limit / 2**20:.0f} MB" if limit else \
+            f"{memory.get('used_memory_human', '?')}, unbounded"
+        warning = ""
+        if name == "redis (state)" and policy.startswith(EVICTING):
+            warning = f" — [red]{policy} may evict a hold or an alias: set maxmemory-policy noeviction[/]"
+        elif len(roles) > 1 and not limit:
+            warning = " — [yellow]no maxmemory: the caches only grow until their TTLs end[/]"
+        rows.append((name, "[green]UP[/]", f"{url}: {holds}; {used}, {policy}{warning}"))
+    return rows
+
+
 def _llm_state(settings) -> tuple[str, str]:
     """The configured endpoint, or the llama.cpp server the launcher starts on llm_port."""
     cfg = settings.expansion
@@ -68,13 +97,6 @@ def _llm_state(settings) -> tuple[str, str]:
         return "[green]UP[/]", f"{url} serving {', '.join(m['id'] for m in models)} (THOROUGH expansion)"
     except (httpx.HTTPError, ValueError, KeyError) as err:
         return "[yellow]DOWN[/]", f"{url}: {type(err).__name__} — THOROUGH expands with pseudo-relevance feedback"
-
-
-def _host_port(url: str) -> tuple[str, int]:
-    from urllib.parse import urlparse
-
-    parsed = urlparse(url)
-    return parsed.hostname or "127.0.0.1", parsed.port or 6379
 
 
 def _store_engine(name: str, address: str) -> str:

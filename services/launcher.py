@@ -105,23 +105,33 @@ class Stack:
         self._wait(name, ready, timeout_s)
 
     def start_redis(self) -> None:
-        url = urlparse(self.settings.expansion.redis_url)
-        host, port = url.hostname or "127.0.0.1", url.port or 6379
-        if "redis" not in self.ready_checks and port_open(host, port):
-            self.notes.append(f"redis: using the server already at {host}:{port}")
+        """The state Redis and, where the caches have one of their own, the cache Redis (RedisSettings)."""
+        cfg = self.settings.redis
+        # An append-only file in the data dir: the aliases (which generation serves), restore marks and drop
+        # epochs outlive a restart (gateway/aliases.py); fsync'd every second, no snapshots (RDB) besides. Never
+        # evicted: a full state Redis refuses writes rather than forget a hold.
+        self._start_redis("redis", cfg.state_url, ["--appendonly", "yes", "--appendfsync", "everysec",
+                                                   "--maxmemory-policy", "noeviction"])
+        if cfg.cache_url and cfg.cache_url != cfg.state_url:
+            # Bounded, least recently used evicted first, nothing on disk: expansions, query vectors, page orders.
+            self._start_redis("redis-cache", cfg.cache_url, ["--appendonly", "no", "--maxmemory", f"{cfg.cache_max_mb}mb",
+                                                             "--maxmemory-policy", "allkeys-lru"])
+
+    def _start_redis(self, name: str, url: str, options: list[str]) -> None:
+        parsed = urlparse(url)
+        host, port = parsed.hostname or "127.0.0.1", parsed.port or 6379
+        if name not in self.ready_checks and port_open(host, port):
+            self.notes.append(f"{name}: using the server already at {host}:{port}")
             return
         binary = redis_server()
         if binary is None or host not in ("127.0.0.1", "localhost"):
-            self.notes.append("redis: NOT RUNNING (no redis-server: make install) — expansion runs uncached")
+            self.notes.append(f"{name}: NOT RUNNING (no redis-server: make install) — expansion runs uncached")
             return
-        redis_dir = self.settings.data_dir / "redis"
-        redis_dir.mkdir(parents=True, exist_ok=True)
-        # An append-only file in the data dir: the aliases (which generation serves), restore marks and drop
-        # epochs outlive a restart (gateway/aliases.py); fsync'd every second, no snapshots (RDB) besides.
-        self._run("redis", [binary, "--port", str(port), "--bind", host, "--dir", str(redis_dir.resolve()),
-                            "--save", "", "--appendonly", "yes", "--appendfsync", "everysec"],
-                  lambda: port_open(host, port), 15)
-        self.notes.append(f"redis: started redis-server on {host}:{port}")
+        folder = self.settings.data_dir / name
+        folder.mkdir(parents=True, exist_ok=True)
+        self._run(name, [binary, "--port", str(port), "--bind", host, "--dir", str(folder.resolve()), "--save", "",
+                         *options], lambda: port_open(host, port), 15)
+        self.notes.append(f"{name}: started redis-server on {host}:{port}")
 
     def start_triton(self) -> None:
         grpc_port = int(self.settings.rerank.triton_url.rsplit(":", 1)[1])

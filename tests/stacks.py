@@ -22,7 +22,8 @@ STACK_ENV = {
     "HYBRIDSEARCH_ENDPOINTS__VECTOR_PORT": "21053",
     "HYBRIDSEARCH_ENDPOINTS__EXPANSION_PORT": "21054",
     "HYBRIDSEARCH_ENDPOINTS__FUSION_PORT": "21055",
-    "HYBRIDSEARCH_EXPANSION__REDIS_URL": "redis://127.0.0.1:26379/0",
+    "HYBRIDSEARCH_REDIS__STATE_URL": "redis://127.0.0.1:26379/0",
+    "HYBRIDSEARCH_REDIS__CACHE_URL": "redis://127.0.0.1:26378/0",
     "HYBRIDSEARCH_RERANK__TRITON_URL": "127.0.0.1:28001",
     "HYBRIDSEARCH_RERANK__TRITON_HTTP_PORT": "28000",
     "HYBRIDSEARCH_RERANK__TRITON_METRICS_PORT": "28002",
@@ -167,6 +168,24 @@ def store_call(stack, store: str, method: str, request, stream: bool = False):
         finally:
             await channel.close()
     return asyncio.run(run())
+
+
+def redis_at_rest(settings) -> tuple[list[bytes], bytes]:
+    """Every hybridsearch key of both Redis roles (state, cache) and the values of its strings, each Redis saved
+    to its dump file: what a sealed collection must not leave in clear."""
+    import redis
+
+    keys, values = [], []
+    for url in dict.fromkeys((settings.redis.state_url, settings.redis.cache_at)):
+        client = redis.Redis.from_url(url)
+        try:
+            found = client.keys("hybridsearch:*")
+            keys += found
+            values += [k + b" " + (client.get(k) or b"") for k in found if client.type(k) == b"string"]
+            client.save()
+        finally:
+            client.close()
+    return keys, b"\n".join(values)
 
 
 @contextmanager

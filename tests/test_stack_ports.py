@@ -11,7 +11,7 @@ from stacks import running_stack, shifted, taken_ports
 
 
 def test_a_taken_port_is_named_and_the_stack_refused():
-    env = {"HYBRIDSEARCH_ENDPOINTS__GATEWAY_PORT": "29871", "HYBRIDSEARCH_EXPANSION__REDIS_URL": "redis://127.0.0.1:29872/0",
+    env = {"HYBRIDSEARCH_ENDPOINTS__GATEWAY_PORT": "29871", "HYBRIDSEARCH_REDIS__STATE_URL": "redis://127.0.0.1:29872/0",
            "HYBRIDSEARCH_ENDPOINTS__VECTOR_PORT": "29873"}
     moved = shifted(env)  # as running_stack moves them (HYBRIDSEARCH_TEST_PORT_SHIFT)
     port = moved["HYBRIDSEARCH_ENDPOINTS__VECTOR_PORT"]

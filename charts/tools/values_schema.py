@@ -33,7 +33,9 @@ CHART_MANAGED = {
     "vector.engine": "externalQdrant.url",
     "vector.qdrant_url": "externalQdrant.url",
     "vector.qdrant_api_key": "externalQdrant.apiKeySecret: a Secret, never a value",
-    "expansion.redis_url": "externalRedis.url",
+    "redis.state_url": "externalRedis.url",
+    "redis.cache_url": "externalRedis.cacheUrl",
+    "redis.cache_max_mb": "the cache Redis's own maxmemory (externalRedis.cacheUrl)",
     "expansion.llm_serve": "the launcher's llama.cpp server: never in a pod",
     "expansion.llm_port": "the launcher's llama.cpp server",
     "expansion.llm_threads": "the launcher's llama.cpp server",
@@ -264,7 +266,7 @@ def chart_schema() -> dict:
                 "apiKeySecret": obj({"name": {"type": "string"}, "key": {"type": "string", "minLength": 1}}),
             }
         ),
-        "externalRedis": obj({"url": url("rediss?|unix")}),
+        "externalRedis": obj({"url": url("rediss?|unix"), "cacheUrl": url("rediss?|unix")}),
         "otel": obj(
             {
                 "endpoint": url("https?"),

@@ -114,7 +114,7 @@ def main() -> None:
         fusion=TimedFusion())
     with redis_socket() as url:
         settings = standins.settings()
-        settings.expansion.redis_url = url
+        settings.redis.state_url = settings.redis.cache_url = url
         settings.paging.secret = SecretStr("in-process harness paging secret")
         path = QueryPath(settings, parts)
         total = asyncio.run(answers(path, settings, args.answers))

@@ -11,7 +11,6 @@ latencies during the snapshot are set beside those before it.
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 import threading
 import time

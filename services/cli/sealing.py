@@ -195,9 +195,11 @@ async def _drop(collection: str):
 
     settings = get_settings()
     backends = Backends.connect(settings)
-    client = redis.Redis.from_url(settings.expansion.redis_url, socket_connect_timeout=0.5, socket_timeout=5)
+    state = redis.Redis.from_url(settings.redis.state_url, socket_connect_timeout=0.5, socket_timeout=5)
+    cache = redis.Redis.from_url(settings.redis.cache_at, socket_connect_timeout=0.5, socket_timeout=5)
     try:
-        return await Dropper(backends, client).drop(collection)
+        return await Dropper(backends, state, cache).drop(collection)
     finally:
         await backends.close()
-        await client.aclose()
+        await state.aclose()
+        await cache.aclose()

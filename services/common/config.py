@@ -143,8 +143,8 @@ class VectorSettings(BaseModel):
     # failure: a slow or absent Redis only means the query is embedded.
     query_cache_size: int = Field(4096, ge=0)
     query_cache_redis: bool = True
-    # Empty: the deployment's one Redis, expansion.redis_url (as gateway paging uses it); a Redis of
-    # its own keeps heavy distinct-query traffic from crowding the page tokens and expansions out.
+    # Empty: the deployment's cache Redis (redis.cache_at, as page orders and expansions use it); a Redis of
+    # its own keeps heavy distinct-query traffic from crowding the page orders and expansions out.
     query_cache_redis_url: str = ""
     query_cache_ttl_s: int = Field(3600, ge=1)
     query_cache_timeout_s: float = Field(0.03, gt=0, le=1.0)
@@ -154,8 +154,23 @@ class VectorSettings(BaseModel):
         return (self.query_cache_redis_url or default_url) if self.query_cache_redis else ""
 
 
+class RedisSettings(BaseModel):
+    """The deployment's Redis in its two roles (docs/operations.md, "Redis"). State must never be evicted: drop
+    epochs, restore marks, holds, aliases (serve all: an append-only file, noeviction). Caches may be: expansion
+    answers, query vectors, page orders (serve all: at most cache_max_mb, least recently used evicted first,
+    nothing on disk); a full cache evicts, it never refuses a write or pushes state out."""
+    state_url: str = "redis://127.0.0.1:6379/0"
+    # Empty: the caches share the state Redis, bounded by their TTLs only (one Redis that must not evict).
+    cache_url: str = "redis://127.0.0.1:6380/0"
+    cache_max_mb: int = Field(256, ge=8)
+
+    @property
+    def cache_at(self) -> str:
+        """The URL the caches use."""
+        return self.cache_url or self.state_url
+
+
 class ExpansionSettings(BaseModel):
-    redis_url: str = "redis://127.0.0.1:6379/0"
     cache_ttl_s: int = 7 * 24 * 3600
     prompt_version: str = "v1"
     # OpenAI-compatible chat endpoint; empty means no LLM (pseudo-relevance feedback only).
@@ -394,6 +409,7 @@ class Settings(BaseSettings):
     bm25: Bm25Settings = Field(default_factory=Bm25Settings)
     vector: VectorSettings = Field(default_factory=VectorSettings)
     expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
+    redis: RedisSettings = Field(default_factory=RedisSettings)
     fusion: FusionSettings = Field(default_factory=FusionSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     admission: AdmissionSettings = Field(default_factory=AdmissionSettings)

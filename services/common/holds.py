@@ -61,7 +61,7 @@ def left_by_dead(value: str, holder: str) -> bool:
 
 
 class Holds:
-    """Holds in one Redis (a `redis.asyncio` client; the deployment's, expansion.redis_url)."""
+    """Holds in one Redis (a `redis.asyncio` client; the deployment's state Redis, redis.state_url)."""
 
     def __init__(self, client, ttl_s: float = TTL_S) -> None:
         self.client, self.ttl_ms = client, int(ttl_s * 1000)

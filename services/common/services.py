@@ -37,6 +37,6 @@ BY_NAME: dict[str, Service] = {s.name: s for s in SERVICES}
 # Start order on one machine: the stores first, then what depends on them, the public gateway last.
 START_ORDER: tuple[str, ...] = (*(s.name for s in SERVICES if s.store),
                                 *(s.name for s in SERVICES if not s.store and not s.public), *PUBLIC)
-# The servers the one-machine launcher runs beside the services (not `hybridsearch serve`): the
-# expansion cache, the reranker's inference server, the LLM server for THOROUGH expansion.
-OTHER_PARTS: tuple[str, ...] = ("redis", "triton", "llm")
+# The servers the one-machine launcher runs beside the services (not `hybridsearch serve`): the state
+# Redis, the cache Redis, the reranker's inference server, the LLM server for THOROUGH expansion.
+OTHER_PARTS: tuple[str, ...] = ("redis", "redis-cache", "triton", "llm")

@@ -50,7 +50,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
         self.cfg: ExpansionSettings = settings.expansion
         self.settings = settings
         self.analyzers = Analyzers(settings.bm25.stemmer, settings.bm25.stopwords)
-        self.cache = ExpansionCache(self.cfg.redis_url, self.cfg.cache_ttl_s)
+        self.cache = ExpansionCache(settings.redis.cache_at, self.cfg.cache_ttl_s)
         self.llm = (
             LlmExpander(self.cfg.llm_url, self.cfg.llm_model, self.cfg.llm_timeout_s, self.cfg.llm_max_tokens)
             if self.cfg.llm_url else None
@@ -210,9 +210,9 @@ async def main() -> None:
     servicer = ExpansionServicer(settings)
     await asyncio.to_thread(DETECTOR.warm)  # the detector's models load once (~3 s), not in a query's deadline
     if await servicer.cache.ping():
-        log.info("expansion cache: Redis at %s", settings.expansion.redis_url)
+        log.info("expansion cache: Redis at %s", settings.redis.cache_at)
     else:
-        log.warning("expansion cache: NO Redis at %s — running uncached", settings.expansion.redis_url)
+        log.warning("expansion cache: NO Redis at %s — running uncached", settings.redis.cache_at)
 
     async def register(server: grpc.aio.Server) -> list[str]:
         expansion_pb2_grpc.add_ExpansionServiceServicer_to_server(servicer, server)

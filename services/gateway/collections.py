@@ -24,8 +24,10 @@ class CollectionServicer(collections_pb2_grpc.CollectionServiceServicer):
         self.settings, self.backends, self.catalog = settings, backends, catalog
         self.auth_on = settings.auth.keys_file is not None
         self.redis = order.redis if order is not None else redis.Redis.from_url(
-            settings.expansion.redis_url, socket_connect_timeout=0.5, socket_timeout=5)
-        self.dropper = Dropper(backends, self.redis, order, catalog.aliases)  # drops ordered with the gateway's writes
+            settings.redis.state_url, socket_connect_timeout=0.5, socket_timeout=5)
+        cache = redis.Redis.from_url(settings.redis.cache_at, socket_connect_timeout=0.5, socket_timeout=5)
+        # drops ordered with the gateway's writes, their page orders and expansions purged from the cache
+        self.dropper = Dropper(backends, self.redis, cache, order, catalog.aliases)
         self.sealer = Sealer(settings)  # GetDocuments opens a sealed collection's chunks (gateway/documents.py)
 
     async def GetDocuments(self, request: collections_pb2.GetDocumentsRequest,

@@ -50,12 +50,14 @@ async def purge(client, collection: str) -> int:
 
 
 class Dropper:
-    def __init__(self, backends: Backends, redis_client, order: WriteOrder | None = None,
+    def __init__(self, backends: Backends, state, cache, order: WriteOrder | None = None,
                  aliases: Aliases | None = None) -> None:
-        self.backends, self.redis = backends, redis_client
-        self.holds = Holds(redis_client)
-        self.order = order or WriteOrder(redis_client)  # the gateway's, shared with its writes
-        self.aliases = aliases or Aliases(redis_client)
+        """`state` and `cache`: clients of the state Redis (holds, epochs, aliases, restore marks) and of the cache
+        Redis (the page orders and expansions a drop purges)."""
+        self.backends, self.redis, self.cache = backends, state, cache
+        self.holds = Holds(state)
+        self.order = order or WriteOrder(state)  # the gateway's, shared with its writes
+        self.aliases = aliases or Aliases(state)
 
     async def drop(self, collection: str) -> collections_pb2.DropCollectionResponse:
         """Drops `collection` (checked name: a collection, an alias with its generations, or one generation);
@@ -111,7 +113,7 @@ class Dropper:
                                        return_exceptions=True)
         if (failure := store_failure(results, "drop")) is not None:
             raise failure
-        removed = await purge(self.redis, stored)
+        removed = await purge(self.cache, stored)
         return collections_pb2.DropCollectionResponse(
             collection=stored, existed=any(r.dropped for r in results),
             documents=max(r.documents for r in results), chunks=max(r.chunks for r in results),

@@ -173,7 +173,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self.backends = backends
         self.catalog = catalog or Catalog(settings, backends)  # Stats: a collection no store holds is NOT_FOUND
         # Writes ordered against drops of their collection (gateway/write_order.py); the gateway shares one.
-        self.order = order or WriteOrder(redis.Redis.from_url(settings.expansion.redis_url, socket_connect_timeout=0.5,
+        self.order = order or WriteOrder(redis.Redis.from_url(settings.redis.state_url, socket_connect_timeout=0.5,
                                                               socket_timeout=5))
         self.sealer = Sealer(settings)
         self.terms = HashedTerms(settings)

@@ -197,7 +197,7 @@ class Pager:
             log.warning("paging.secret is not set: page tokens are signed with a key of this process only "
                         "(another replica, or this one after a restart, refuses them)")
         self.tokens = PageTokens(secret or secrets.token_bytes(32), cfg.ttl_s)
-        client = redis.Redis.from_url(settings.expansion.redis_url, socket_connect_timeout=0.5, socket_timeout=0.5)
+        client = redis.Redis.from_url(settings.redis.cache_at, socket_connect_timeout=0.5, socket_timeout=0.5)
         self.store = PageStore(client, cfg.ttl_s)
         self.max_hits = cfg.max_hits
         self.reachable = True

@@ -35,8 +35,8 @@ from hybridsearch.v1 import (
 async def main() -> None:
     settings = get_settings()
     backends = Backends.connect(settings)
-    # Writes and drops of a collection in one order (gateway/write_order.py), through the deployment's Redis.
-    order = WriteOrder(redis.Redis.from_url(settings.expansion.redis_url, socket_connect_timeout=0.5, socket_timeout=5))
+    # Writes and drops of a collection in one order (gateway/write_order.py), through the state Redis.
+    order = WriteOrder(redis.Redis.from_url(settings.redis.state_url, socket_connect_timeout=0.5, socket_timeout=5))
     # Which collections exist (searches, Stats, CollectionService, snapshots): a restore's mark hides a half-made one.
     catalog = Catalog(settings, backends, order.redis)
     collections = CollectionServicer(settings, backends, catalog, order)

@@ -84,7 +84,7 @@ class Rotator:
         self.channels = [internal_channel(ep.addr("bm25")), internal_channel(ep.addr("vector"))]
         self.stubs = {Store.BM25: bm25_pb2_grpc.Bm25ServiceStub(self.channels[0]),
                       Store.VECTOR: vector_pb2_grpc.VectorServiceStub(self.channels[1])}
-        self.redis = redis.Redis.from_url(settings.expansion.redis_url, socket_connect_timeout=0.5, socket_timeout=2)
+        self.redis = redis.Redis.from_url(settings.redis.state_url, socket_connect_timeout=0.5, socket_timeout=2)
         self.holds = Holds(self.redis)
         self.sealer = Sealer(settings)
         self.terms = HashedTerms(settings)

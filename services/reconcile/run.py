@@ -54,7 +54,7 @@ class Reconciler:
         # store's chunks can rebuild the other's.
         words = settings.vector.chunk_words
         self.same_chunks = not words or words == settings.chunk_words
-        self.redis = redis.Redis.from_url(settings.expansion.redis_url, socket_connect_timeout=0.5, socket_timeout=2)
+        self.redis = redis.Redis.from_url(settings.redis.state_url, socket_connect_timeout=0.5, socket_timeout=2)
         self.holds = Holds(self.redis)
         self.sealer = Sealer(settings)
         self.terms = HashedTerms(settings)

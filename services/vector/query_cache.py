@@ -229,7 +229,7 @@ class QueryVectorCache:
     @classmethod
     def from_settings(cls, settings: Settings, encoder: QueryEncoderLike) -> QueryVectorCache:
         cfg = settings.vector
-        url = cfg.query_cache_redis_at(settings.expansion.redis_url)
+        url = cfg.query_cache_redis_at(settings.redis.cache_at)
         shared = RedisVectors(url, cfg.query_cache_ttl_s, cfg.query_cache_timeout_s, encoder.dim) if url else None
         log.info("query vector cache: %d vectors in memory; shared level %s", cfg.query_cache_size,
                  f"in Redis at {url} (ttl {cfg.query_cache_ttl_s} s, timeout {cfg.query_cache_timeout_s * 1000:.0f} ms)"

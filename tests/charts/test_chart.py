@@ -105,7 +105,7 @@ def test_helm_lint_strict(any_helm, values):
 FULL_VALUES = {
     "externalOpenSearch": {"url": "http://opensearch-cluster-master:9200"},
     "externalQdrant": {"url": "http://qdrant:6333", "apiKeySecret": {"name": "qdrant", "key": "api-key"}},
-    "externalRedis": {"url": "redis://redis-master:6379/0"},
+    "externalRedis": {"url": "redis://redis-state-master:6379/0", "cacheUrl": "redis://redis-cache-master:6379/0"},
     "reconcile": {"collections": ["default", "docs"]},
     "otel": {
         "endpoint": "http://otel-collector:4317",
@@ -432,7 +432,8 @@ def test_rendered_environment_configures_the_services(helm, full_values, monkeyp
         )
         assert (settings.vector.engine, settings.vector.qdrant_url) == ("qdrant", "http://qdrant:6333")
         assert settings.vector.indexed_fields == ["lang"]
-        assert settings.expansion.redis_url == "redis://redis-master:6379/0"
+        assert settings.redis.state_url == "redis://redis-state-master:6379/0"
+        assert settings.redis.cache_at == "redis://redis-cache-master:6379/0"
         assert settings.expansion.cache_ttl_s == 604800
         assert settings.fusion.method == "rrf"
         assert settings.fusion.leg_weights == {"bm25": 0.4, "vector": 0.6, "tag": 0.5, "graph": 0.25}

@@ -31,6 +31,7 @@ DRILLS = {
     "fusion": ("fast", 30.0),
     "expansion": ("balanced", 10.0),
     "redis": ("balanced", 10.0),
+    "redis-cache": ("balanced", 10.0),
     "triton": ("rerank", 4.0),
     "llm": ("thorough", 0.5),
 }

@@ -75,7 +75,7 @@ def test_bad_tokens_are_clear_errors(gateway, corpus):
 
 
 def test_an_evicted_order_says_so(stack, gateway, corpus):
-    store = redis.Redis.from_url(stack.settings.expansion.redis_url)
+    store = redis.Redis.from_url(stack.settings.redis.cache_at)
     before = set(store.scan_iter(KEY_PREFIX + "*"))
     first = gateway.search(QUERY, collection=COLLECTION, top_k=3, effort="fast")
     deadline = time.monotonic() + 5  # the order is written after the answer: wait for it, then evict it

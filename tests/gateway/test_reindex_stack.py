@@ -223,7 +223,7 @@ def test_an_alias_outlives_a_redis_restart_and_a_lost_record_leaves_no_stale_gen
     info = admin.get_alias("reidx-r")
     assert info.serving == 1 and {s.store: s for s in admin.stats("reidx-r").stores}["vector"].details["embedder"] == "static-minilm"
     # a record lost all the same (a Redis without its data): a new re-index does not reuse the generation left
-    redis.Redis.from_url(stack.settings.expansion.redis_url).hdel(ALIASES_KEY, "reidx-r")
+    redis.Redis.from_url(stack.settings.redis.state_url).hdel(ALIASES_KEY, "reidx-r")
     admin.delete("reidx-r", ["r-0"])  # no record: written to generation 0 only; generation 1 still holds r-0
     time.sleep(1.5)
     last = list(admin.reindex("reidx-r", "static-minilm"))[-1]

@@ -36,7 +36,7 @@ def corpus(gateway):
 
 
 def redis_keys(stack, collection: str) -> set[bytes]:
-    client = redis.Redis.from_url(stack.settings.expansion.redis_url)
+    client = redis.Redis.from_url(stack.settings.redis.cache_at)
     return {k for pattern in (order_pattern, expansion_pattern) for k in client.scan_iter(match=pattern(collection))}
 
 
@@ -107,7 +107,7 @@ def test_drop_is_refused_while_a_reconcile_holds_the_collection(stack, corpus):
     corpus.upsert("res-held", [document("h1", "Harbor ledger held.")])
 
     async def held_drop():
-        client = aioredis.Redis.from_url(stack.settings.expansion.redis_url)
+        client = aioredis.Redis.from_url(stack.settings.redis.state_url)
         try:
             async with Holds(client).hold("res-held", "reconcile"):
                 with pytest.raises(FailedPrecondition, match="'res-held' is held by reconcile"):

@@ -19,7 +19,7 @@ import pytest
 import redis
 import tantivy
 import yaml
-from stacks import STACK_ENV, running_stack, stack_env_on
+from stacks import STACK_ENV, redis_at_rest, running_stack, stack_env_on
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.client import GatewayClient
@@ -194,7 +194,7 @@ def test_a_sealed_collection_without_its_key_is_a_clear_failed_precondition(clie
 def test_a_sealed_collection_drops_with_its_redis_entries_and_keeps_its_key(stack, client):
     assert client.upsert(DROPPED, SEALED_WORDS.documents()).documents_written == 6
     search(client, DROPPED, f"{SEALED_WORDS.body[0]} harbour", top_k=2)  # BALANCED: an expansion, a kept order
-    r = redis.Redis.from_url(stack.settings.expansion.redis_url)
+    r = redis.Redis.from_url(stack.settings.redis.cache_at)
     try:
         deadline = time.monotonic() + 5  # the page order is written after the answer
         while not r.keys(paging.collection_pattern(DROPPED)) and time.monotonic() < deadline:
@@ -245,12 +245,8 @@ def test_nothing_of_a_sealed_collection_is_at_rest_in_clear(stack, client):
     settings = stack.settings
     search(client, SEALED, f"{SEALED_WORDS.body[2]} harbour", top_k=2)  # an expansion cache entry and a kept order
     search(client, PLAIN, f"{PLAIN_WORDS.body[2]} harbour", top_k=2)
-    r = redis.Redis.from_url(settings.expansion.redis_url)
-    keys = r.keys("hybridsearch:*")
-    values = b"\n".join(k + b" " + (r.get(k) or b"") for k in keys)  # live, uncompressed
+    keys, values = redis_at_rest(settings)  # live, uncompressed; and the dumps (their strings may be LZF-compressed)
     assert any(k.startswith(f"hybridsearch:expansion:{SEALED}:".encode()) for k in keys)  # the collection's layout
-    r.save()  # and the dump (its strings may be LZF-compressed: the live values above are the check)
-    r.close()
     assert PLAIN_WORDS.body[2].encode() in values  # the plain collection's expansion entry holds its query
     for marker in SEALED_WORDS.in_clear:
         assert marker.encode() not in values, marker

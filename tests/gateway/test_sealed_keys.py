@@ -16,7 +16,8 @@ import subprocess
 import sys
 
 import pytest
-import redis
+
+from stacks import redis_at_rest
 import yaml
 from test_sealed import files_holding, sealed_stack, stored_records
 
@@ -225,10 +226,7 @@ def test_destroy_erases_at_once_then_drops_and_the_name_starts_afresh(stack, cli
     with pytest.raises(NotFound):
         client.search(search_pb2.SearchRequest(query=word, collection="vault-never", effort=common_pb2.EFFORT_FAST))
     # the files: nothing of the erased collection, in clear or sealed
-    r = redis.Redis.from_url(settings.expansion.redis_url)
-    values = b"\n".join(k + b" " + (r.get(k) or b"") for k in r.keys("hybridsearch:*"))
-    r.save()
-    r.close()
+    _, values = redis_at_rest(settings)
     stack.stop()
     root = settings.data_dir
     markers = [*ERASED_WORDS, "Tombquill memo", "gravetagz-0", "gravetagz-1", "ghostowner0", "ghostowner1"]

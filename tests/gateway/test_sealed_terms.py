@@ -12,7 +12,8 @@ import subprocess
 import sys
 
 import pytest
-import redis
+
+from stacks import redis_at_rest
 import tantivy
 from test_sealed import DECLARED, Words, files_holding, sealed_stack, search, stored_records
 
@@ -106,11 +107,7 @@ def test_no_word_of_a_hashed_terms_collection_is_at_rest(stack, client):
     """Runs last: saves Redis, stops the stack, reads every file under the data dir and the term dictionaries."""
     settings = stack.settings
     search(client, HASHED, f"{HASHED_WORDS.body[2]} harbour", top_k=2)  # an expansion entry and a kept order
-    r = redis.Redis.from_url(settings.expansion.redis_url)
-    keys = r.keys("hybridsearch:*")
-    values = b"\n".join(k + b" " + (r.get(k) or b"") for k in keys)
-    r.save()
-    r.close()
+    keys, values = redis_at_rest(settings)
     assert any(k.startswith(f"hybridsearch:expansion:{HASHED}:".encode()) for k in keys)
     seal = Sealer(settings).of(HASHED)
     stack.stop()

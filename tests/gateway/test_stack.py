@@ -172,7 +172,7 @@ def test_expansion_cache_miss_then_hit_in_redis(gateway, stack, sample):
     assert first.explain.expansion_cache_hit is False
     assert second.explain.expansion_cache_hit is True
     assert list(second.explain.lexical_variants) == list(first.explain.lexical_variants)
-    client = redis.Redis.from_url(stack.settings.expansion.redis_url)
+    client = redis.Redis.from_url(stack.settings.redis.cache_at)
     assert list(client.scan_iter("hybridsearch:expansion:*"))
 
 
@@ -291,8 +291,8 @@ def test_the_expansion_service_answers_a_failed_bm25_probe_with_its_status_never
     assert recovers(lambda: asyncio.run(expand()) == grpc.StatusCode.OK)  # and back once the store is
 
 
-def test_redis_down_runs_uncached_and_says_so_and_paging_is_back_on_the_next_answer(gateway, stack, sample):
-    stack.stop_one("redis")
+def test_cache_redis_down_runs_uncached_and_says_so_and_paging_is_back_on_the_next_answer(gateway, stack, sample):
+    stack.stop_one("redis-cache")
     try:
         response = search(gateway, f"ingestion of markdown headings {uuid.uuid4().hex[:6]}", top_k=2)
         assert legs(response)["expansion"].state == OK

@@ -311,7 +311,7 @@ async def test_a_slow_redis_costs_its_timeout_not_its_delay(encoder, server):
 
 
 async def test_from_settings_reads_the_deployments_redis(encoder, server):
-    settings = Settings(expansion={"redis_url": server.url}, vector={"query_cache_size": 7})
+    settings = Settings(redis={"cache_url": server.url}, vector={"query_cache_size": 7})
     cache = QueryVectorCache.from_settings(settings, encoder)
     try:
         assert cache.memory.size == 7 and cache.shared is not None and cache.shared.url == server.url

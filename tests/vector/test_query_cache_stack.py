@@ -37,7 +37,7 @@ def leg_search(stack, *texts: str) -> dict[str, float]:
 
 
 def qvec_keys(stack) -> set[bytes]:
-    client = redis.Redis.from_url(stack.settings.expansion.redis_url)
+    client = redis.Redis.from_url(stack.settings.redis.cache_at)
     try:
         return set(client.scan_iter(match=f"{REDIS_PREFIX}*", count=1000))
     finally:

@@ -150,7 +150,9 @@ Args: root, name, component.
 {{- $_ = set $env "HYBRIDSEARCH_VECTOR__ENGINE" "embedded" }}
 {{- end }}
 {{- if $v.externalRedis.url }}
-{{- $_ = set $env "HYBRIDSEARCH_EXPANSION__REDIS_URL" $v.externalRedis.url }}
+{{- $_ = set $env "HYBRIDSEARCH_REDIS__STATE_URL" $v.externalRedis.url }}
+{{- /* Empty cacheUrl: the caches share the state Redis (bounded by their TTLs only). */}}
+{{- $_ = set $env "HYBRIDSEARCH_REDIS__CACHE_URL" ($v.externalRedis.cacheUrl | default "") }}
 {{- else }}
 {{- /* No Redis: query vectors are kept in each vector pod's memory only (not looked for in a Redis that is not there). */}}
 {{- $_ = set $env "HYBRIDSEARCH_VECTOR__QUERY_CACHE_REDIS" "false" }}

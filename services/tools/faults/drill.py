@@ -47,7 +47,8 @@ NAMES_PART: dict[str, Callable[[search_pb2.SearchResponse], bool]] = {
     "vector": _leg_named("vector"),
     "expansion": _leg_named("expansion"),
     "fusion": _notice_names("fusion service"),
-    "redis": _notice_names("Redis"),
+    "redis": _notice_names("Redis"),  # the state Redis: writes and drops use it, a search never does
+    "redis-cache": _notice_names("Redis"),  # the caches a search uses
     "triton": _leg_named("rerank"),
     "llm": _leg_named("expansion"),
 }

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from hybridsearch.common.config import Settings
 
 # Columns in this order wherever processes are listed; any other name (a `--pids` process) follows.
-PROCESS_ORDER = (*services.NAMES, "redis", "triton", "triton-python", "llm")  # the service table, then the rest
+PROCESS_ORDER = (*services.NAMES, "redis", "redis-cache", "triton", "triton-python", "llm")  # the service table, then the rest
 
 CpuProbe = Callable[[], dict[str, int]]  # name -> CPU nanoseconds so far, of every process measured
 # Query texts the vector leg embeds per answer where the mode alone decides (speed modes, load scenarios);
@@ -36,7 +36,7 @@ QUERY_CACHE_OFF_ENV = "HYBRIDSEARCH_VECTOR__QUERY_CACHE_SIZE=0 HYBRIDSEARCH_VECT
 
 def query_cache_on(settings: Settings) -> bool:
     """Whether the stack these settings describe keeps query vectors (either level of the cache)."""
-    return settings.vector.query_cache_size > 0 or bool(settings.vector.query_cache_redis_at(settings.expansion.redis_url))
+    return settings.vector.query_cache_size > 0 or bool(settings.vector.query_cache_redis_at(settings.redis.cache_at))
 
 
 def embedded_estimate(texts: float | None, query_cache: bool) -> float | None:

@@ -41,6 +41,8 @@ def stack_processes(proc: Path = Path("/proc"), ports: dict[str, int] | None = N
         args = [a.decode(errors="replace") for a in argv if a]
         if name := _service_of(args):
             found.setdefault(name, []).append(int(entry.name))
+    if ports and "redis-cache" in ports and "redis" in found:  # the cache Redis: the redis-server on its port
+        found["redis-cache"] = list(found["redis"])
     chosen = {name: min(pids) for name, pids in found.items()}
     if ports:
         listeners = listening_inodes(proc)

@@ -31,7 +31,9 @@ def discover() -> dict[str, int]:
     # Endpoints.addr: an explicit address's port where one is set, the default port otherwise.
     ports = {name: int(settings.endpoints.addr(name).rsplit(":", 1)[1]) for name in SERVICES}
     ports["triton"] = int(settings.rerank.triton_url.rsplit(":", 1)[1])
-    ports["redis"] = urlsplit(settings.expansion.redis_url).port or 6379
+    ports["redis"] = urlsplit(settings.redis.state_url).port or 6379
+    if settings.redis.cache_url:
+        ports["redis-cache"] = urlsplit(settings.redis.cache_url).port or 6379
     ports["llm"] = settings.expansion.llm_port
     found = stack_processes(ports=ports)
     if not settings.expansion.llm_serve:  # this stack serves no LLM: one on its port is another's (or external)
