@@ -172,7 +172,9 @@ def query(
     expand: Annotated[Optional[bool], typer.Option("--expand/--no-expand", help="query expansion (default: effort decides)")] = None,
     rerank: Annotated[Optional[bool], typer.Option("--rerank/--no-rerank", help="the reranker (default: effort decides)")] = None,
     graph: Annotated[Optional[bool], typer.Option("--graph/--no-graph", help="link expansion: neighbours of the top hits join a second fusion (default: the collection's setting, off)")] = None,
-    min_score: Annotated[float, typer.Option(help="drop hits scoring below this (0-1)")] = 0.0,
+    min_score: Annotated[float, typer.Option(help="drop hits scoring below this (0-1; 0: the deployment's "
+                         "score floor, docs/quality.md)")] = 0.0,
+    no_floor: Annotated[bool, typer.Option("--no-floor", help="keep every hit, however low it scores")] = False,
     offset: Annotated[int, typer.Option(help="skip this many hits")] = 0,
     page_token: Annotated[Optional[str], typer.Option(help="the next page of an earlier answer (its next_page_token)")] = None,
     filter_: Annotated[Optional[list[str]], typer.Option("--filter", help="field=value or field!=value; repeat")] = None,
@@ -194,6 +196,7 @@ def query(
     options = {"collections": collections} if len(collections) > 1 else {"collection": collections[0]}
     try:
         request = search_request(text, top_k=n, mode=mode, effort=effort, rerank=rerank, min_score=min_score,
+                                 no_floor=no_floor,
                                  offset=offset, explain=explain, filters=parse_filters(filter_ or []),
                                  context=context, return_metadata=metadata or [], **options)
     except ValueError as err:

@@ -68,7 +68,8 @@ def search_request(query: str, *, collection: str | None = None, top_k: int | No
                    **fields) -> search_pb2.SearchRequest:
     """A SearchRequest from keyword arguments; fields without a keyword here (newer ones) pass through
     by their proto names. Unset values keep the server's defaults (top_k 10, HYBRID, BALANCED).
-    With `collections` (several), `collection` stays empty unless given (it must be one of them)."""
+    With `collections` (several), `collection` stays empty unless given (it must be one of them).
+    `min_score` 0 keeps the deployment's score floor; `no_floor=True` turns it off."""
     if collection is None:
         collection = "" if fields.get("collections") else "default"
     request = search_pb2.SearchRequest(

@@ -114,8 +114,11 @@ class VectorSettings(BaseModel):
     qdrant_timeout_s: int = Field(10, ge=1)
     hnsw_m: int = Field(16, ge=0)  # 0 builds no graph (plain scan), Qdrant's own meaning
     hnsw_ef_construct: int = Field(100, ge=4)
-    # Search-time HNSW beam width (>= leg_depth keeps recall at depth); 0 = the server's default.
+    # Search-time HNSW beam width (>= leg_depth keeps recall at depth); 0 = the server's default. With
+    # hnsw_ef_by_size, the least beam: a larger collection is searched with its size's (vector/beam.py:
+    # recall@10 0.98 at 1M points takes 768).
     hnsw_ef: int = Field(128, ge=0)
+    hnsw_ef_by_size: bool = True
     exact: bool = False  # brute-force search on the server too (debugging recall)
     # ACORN in filtered HNSW searches (Qdrant >= 1.16; used when a filter keeps < 40% of the points):
     # without it, a filter keeping 1/3 of the points can strand the graph walk (1 hit of 10; test_edge.py).
@@ -441,6 +444,10 @@ class Settings(BaseSettings):
     # (gateway +2.4, fusion service -5.6: docs/performance.md, "The fusion hop"), the fusion service then
     # serving the efforts with variants. Kept at 1 so that fusion scales and fails on its own by default.
     fuse_in_gateway_lists: int = Field(1, ge=1)
+    # The min_score of a request that sets none (0 turns it off; a request's own min_score, 0 too, wins): a hit
+    # scoring under it says nothing worth reading. Calibrated on judged and off-domain queries (docs/quality.md,
+    # "The score floor"); only reranked answers score under 0.40 (calibration.py: the not-reranked band).
+    score_floor: float = Field(0.0, ge=0, le=1)
     # Chunking: documents longer than this many words are split (markdown-aware).
     chunk_words: int = 400
     chunk_overlap_words: int = 40

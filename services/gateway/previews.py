@@ -152,8 +152,9 @@ def describe(hit: search_pb2.SearchHit, chunk: common_pb2.LegHit | common_pb2.Ch
 
 def result_counts(reranked: int, candidates: int, returned: int, min_score: float = 0.0,
                   above: int = 0) -> search_pb2.ResultCounts:
-    """The answer's counts and their line; with a min_score, how many candidates it kept."""
-    kept = f", {above} at or above min_score {min_score:g}" if min_score > 0 else ""
+    """The answer's counts and their line; with a min_score (the score floor too), how many candidates it kept,
+    said in the line when it dropped any."""
+    kept = f", {above} at or above min_score {min_score:g}" if 0 < min_score and above < candidates else ""
     return search_pb2.ResultCounts(reranked=reranked, candidates=candidates, returned=returned,
                                    above_min_score=above if min_score > 0 else 0,
                                    line=f"Reranked {reranked} of {candidates}{kept}, returned {returned}")

@@ -31,8 +31,11 @@ class BenchMode:
     effort: int = common_pb2.EFFORT_UNSPECIFIED
     rerank: bool | None = None
 
-    def request(self, query: str, collection: str, fuzzy: bool | None = None) -> search_pb2.SearchRequest:
-        req = search_pb2.SearchRequest(query=query, collection=collection, top_k=DEPTH, mode=self.mode, effort=self.effort)
+    def request(self, query: str, collection: str, fuzzy: bool | None = None,
+                no_floor: bool = False) -> search_pb2.SearchRequest:
+        """`no_floor`: every hit, the deployment's score floor off (--calibration pools them all)."""
+        req = search_pb2.SearchRequest(query=query, collection=collection, top_k=DEPTH, mode=self.mode, effort=self.effort,
+                                       no_floor=no_floor)
         if self.rerank is not None:
             req.rerank = self.rerank
         if fuzzy is not None:  # unset: the collection's default
@@ -120,7 +123,7 @@ def run_mode(client: GatewayClient, bench_mode: BenchMode, queries: dict[str, st
     expansion = Counter()  # how each query was expanded (llm:<model>, prf, a skip reason, a failure)
     for qid, text in queries.items():
         start = time.perf_counter()
-        response = client.search(bench_mode.request(text, collection, fuzzy))
+        response = client.search(bench_mode.request(text, collection, fuzzy, no_floor=calibration))
         latencies.append((time.perf_counter() - start) * 1000)
         for leg in response.legs:
             if leg.name == "expansion":
@@ -146,7 +149,7 @@ def run_mode(client: GatewayClient, bench_mode: BenchMode, queries: dict[str, st
         answerable = {field: list(values) for field, values in tops.items()}
         tops = {field: [] for field in TOP_FIELDS}
         for text in unanswerable.values():
-            pool(pooled, tops, list(client.search(bench_mode.request(text, collection, fuzzy)).hits), {})
+            pool(pooled, tops, list(client.search(bench_mode.request(text, collection, fuzzy, no_floor=True)).hits), {})
             if progress:
                 progress()
         out["calibration_with_unanswerable"] = calibration_figures(pooled, tops)

@@ -50,7 +50,6 @@ from hybridsearch.vector.store import (
     collection_config,
     payload_indexes,
     qdrant_filter,
-    search_params,
 )
 
 log = logging.getLogger(__name__)
@@ -138,7 +137,6 @@ class EdgeStore(ChunkPointStore):
         self.name = "qdrant-edge"
         self.root = path
         self.quiet_s, self.max_defer_s = quiet_s, max_defer_s
-        self._search_params = edge_search_params(search_params(self.cfg))
         self._indexes = {field: _enum(qe.PayloadSchemaType, schema)
                          for field, schema in payload_indexes(self.cfg).items()}
         self._shards: dict[str, qe.EdgeShard] = {}
@@ -347,9 +345,10 @@ class EdgeStore(ChunkPointStore):
         if (shard := await self._shard(collection)) is None:
             return [[] for _ in vectors]
         flt = edge_filter(qdrant_filter(filters, within))
+        params = edge_search_params(await self.params_of(collection))
         batch = qe.QueryBatchRequest([
             qe.QueryRequest(limit=limit, query=qe.Query.Nearest(v.tolist()), filter=flt,
-                            params=self._search_params, with_payload=True, with_vector=with_vectors)
+                            params=params, with_payload=True, with_vector=with_vectors)
             for v in vectors
         ])
         return await asyncio.to_thread(shard.query_batch, batch)

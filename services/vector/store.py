@@ -16,6 +16,8 @@ default (vector/service.py), and one written before collections recorded theirs 
 from __future__ import annotations
 
 import asyncio
+import math
+import time
 import uuid
 import warnings
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ import numpy as np
 from qdrant_client import AsyncQdrantClient, models
 
 from hybridsearch.common.config import VectorSettings, get_settings
+from hybridsearch.vector.beam import REFRESH_S, search_ef
 from hybridsearch.common.stores import (
     CONTENT_FIELDS,
     SnapshotsUnsupported,
@@ -109,14 +112,16 @@ def payload_indexes(cfg: VectorSettings) -> dict[str, models.PayloadSchemaType]:
     return indexes
 
 
-def search_params(cfg: VectorSettings) -> models.SearchParams:
+def search_params(cfg: VectorSettings, points: int = 0) -> models.SearchParams:
+    """The search settings of a collection of `points` points (its beam from its size: vector/beam.py)."""
+    ef = search_ef(points, cfg.hnsw_ef) if cfg.hnsw_ef and cfg.hnsw_ef_by_size else cfg.hnsw_ef
     quantization = None
     if cfg.quantization != "none":
         quantization = models.QuantizationSearchParams(
             rescore=cfg.quantization_rescore, oversampling=cfg.quantization_oversampling,
         )
     acorn = models.AcornSearchParams(enable=True) if cfg.acorn else None
-    return models.SearchParams(hnsw_ef=cfg.hnsw_ef or None, exact=cfg.exact, quantization=quantization,
+    return models.SearchParams(hnsw_ef=ef or None, exact=cfg.exact, quantization=quantization,
                                acorn=acorn)
 
 
@@ -215,6 +220,16 @@ class ChunkPointStore:
         self.cfg = settings or get_settings().vector
         self.default_space = VectorSpace(self.cfg.embedder, dim)
         self._lock = asyncio.Lock()  # one writer at a time: a document's replace is read-then-write
+        self._params: dict[str, tuple[float, models.SearchParams]] = {}  # collection -> (read at, its params)
+
+    async def params_of(self, collection: str) -> models.SearchParams:
+        """The collection's search settings, its beam from its size (read again after beam.REFRESH_S)."""
+        read_at, params = self._params.get(collection, (-math.inf, None))
+        if params is None or time.monotonic() - read_at > REFRESH_S:
+            points = await self._count(collection, None) if self.cfg.hnsw_ef_by_size else 0
+            params = search_params(self.cfg, points)
+            self._params[collection] = (time.monotonic(), params)
+        return params
 
     async def capture(self, collection: str, folder: Path) -> bool:
         raise SnapshotsUnsupported(f"{self.name}: snapshots of this store are not wired: a Qdrant server takes its "
@@ -392,7 +407,8 @@ class ChunkPointStore:
         space = await self.space_of(collection) or self.default_space
         return EngineStats(self.name, docs, chunks, {
             "distance": "cosine", "dim": str(space.dim), "hnsw_m": str(self.cfg.hnsw_m),
-            "hnsw_ef": str(self.cfg.hnsw_ef), "quantization": self.cfg.quantization,
+            "hnsw_ef": str((await self.params_of(collection)).hnsw_ef or "server default"),
+            "quantization": self.cfg.quantization,
             **await self._details(collection),
         })
 
@@ -426,7 +442,6 @@ class QdrantStore(ChunkPointStore):
                                             api_key=api_key, timeout=self.cfg.qdrant_timeout_s)
             self.name = "qdrant-server"
         self.server = path is None and location is None
-        self._search_params = search_params(self.cfg)
         self._known: set[str] = set()
         self._spaces: dict[str, VectorSpace] = {}
         self._ensure_lock = asyncio.Lock()  # two first writes must not both create the collection
@@ -525,8 +540,9 @@ class QdrantStore(ChunkPointStore):
         if not await self.exists(collection):
             return [[] for _ in vectors]
         flt = qdrant_filter(filters, within)
+        params = await self.params_of(collection)
         requests = [
-            models.QueryRequest(query=v.tolist(), limit=limit, filter=flt, params=self._search_params,
+            models.QueryRequest(query=v.tolist(), limit=limit, filter=flt, params=params,
                                 with_payload=True, with_vector=with_vectors)
             for v in vectors
         ]

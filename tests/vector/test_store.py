@@ -336,6 +336,10 @@ class RecordingQdrant(collections_service_pb2_grpc.CollectionsServicer,
         self.requests.append(request)
         return qgrpc.QueryBatchResponse(result=[qgrpc.BatchResult() for _ in request.query_points])
 
+    async def Count(self, request, context):  # a collection of a million points: searched with its size's beam
+        self.requests.append(request)
+        return qgrpc.CountResponse(result=qgrpc.CountResult(count=1_000_000))
+
 
 @pytest.fixture
 async def recording_qdrant():
@@ -380,7 +384,8 @@ async def test_server_mode_sends_the_configured_collection_and_search_params(rec
     (batch,) = [r for r in servicer.requests if isinstance(r, qgrpc.QueryBatchPoints)]
     assert len(batch.query_points) == 2
     for query in batch.query_points:
-        assert (query.params.hnsw_ef, query.params.exact, query.params.acorn.enable) == (64, False, True)
+        # hnsw_ef 64 is the least beam: a million points are searched with 768 (vector/beam.py)
+        assert (query.params.hnsw_ef, query.params.exact, query.params.acorn.enable) == (768, False, True)
         assert (query.params.quantization.rescore, query.params.quantization.oversampling) == (True, 3.0)
         assert query.filter.must[0].field.key == "meta.lang"
         assert query.limit == 5

@@ -26,7 +26,7 @@ import qdrant_edge as qe
 from hybridsearch.bm25.service import build_engine
 from hybridsearch.common.config import Settings
 from hybridsearch.tools.perf.edge_bench import recall_at_k
-from hybridsearch.vector.edge import EdgeStore
+from hybridsearch.vector.edge import EdgeStore, edge_search_params
 from hybridsearch.vector.e5 import Role
 from hybridsearch.vector.embedder import open_embedder
 
@@ -61,7 +61,7 @@ async def probe(settings: Settings, collection: str, queries: list[str], depth: 
             lists.append([str(h.id) for h in hits])
         return lists, times
 
-    served = store._search_params
+    served = edge_search_params(await store.params_of(collection))  # the beam this collection is served with
     # the exact scan of the original vectors, never their int8 copies: recall is against the truth
     exact_params = qe.SearchParams(hnsw_ef=served.hnsw_ef, exact=True,
                                    quantization=qe.QuantizationSearchParams(ignore=True))

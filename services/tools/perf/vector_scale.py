@@ -34,7 +34,7 @@ from hybridsearch.corpus import read_documents
 from hybridsearch.gateway.ingest import document_chunks
 from hybridsearch.tools.perf.store_probe import data_size_mib, probe
 from hybridsearch.v1 import ingest_pb2
-from hybridsearch.vector.edge import EdgeStore
+from hybridsearch.vector.edge import EdgeStore, edge_search_params
 from hybridsearch.vector.embedder import EmbeddingCache, open_embedder
 from hybridsearch.vector.store import point_id
 
@@ -131,9 +131,10 @@ async def _visibility(settings: Settings, cache: EmbeddingCache, writes: int) ->
         started = time.perf_counter()
         await store.write(COLLECTION, chunks, vectors)
         first = True
+        params = edge_search_params(await store.params_of(COLLECTION))
         while True:
             (hits,) = shard.query_batch(qe.QueryBatchRequest([qe.QueryRequest(
-                limit=10, query=qe.Query.Nearest(vectors[0].tolist()), params=store._search_params,
+                limit=10, query=qe.Query.Nearest(vectors[0].tolist()), params=params,
                 with_payload=False, with_vector=False)]))
             if any(str(h.id) == wanted for h in hits):
                 break
