@@ -4,17 +4,16 @@ and install, and removed by a drop; the engines that keep the declared language 
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
 
 import grpc
 import pytest
 
+from loopback import refused, store_stub
 from hybridsearch.bm25.embedded import EmbeddedBm25Engine
 from hybridsearch.common.stores import COLLECTION_RECORD as RECORD_FILE
-from hybridsearch.bm25.service import Bm25Servicer
 from hybridsearch.bm25.tantivy_engine import TantivyBm25Engine
 from hybridsearch.common.validation import InvalidArgument, Refusal
-from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2
+from hybridsearch.v1 import bm25_pb2, common_pb2
 
 SERVING, GENERATION = "notes", "notes.g2"
 # One German text in both: "Häuser" and "Flüsse" meet the queries' "Haus" and "Fluss" only through German stems.
@@ -131,29 +130,9 @@ async def test_bm25s_keeps_the_declared_language_only(tmp_path):
     await engine.close()
 
 
-@asynccontextmanager
-async def bm25_server(engine):
-    server = grpc.aio.server()
-    bm25_pb2_grpc.add_Bm25ServiceServicer_to_server(Bm25Servicer(engine), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            yield bm25_pb2_grpc.Bm25ServiceStub(channel)
-    finally:
-        await server.stop(None)
-        await engine.close()
-
-
-async def refused(call) -> grpc.aio.AioRpcError:
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await call
-    return err.value
-
-
 async def test_create_collection_over_grpc(tmp_path):
     create = bm25_pb2.CreateBm25CollectionRequest
-    async with bm25_server(tantivy(tmp_path / "tantivy")) as stub:
+    async with store_stub("bm25", tantivy(tmp_path / "tantivy")) as stub:
         reply = await stub.CreateCollection(create(collection=GENERATION, language="de"), timeout=10)
         assert (reply.created, reply.language) == (True, "de")
         reply = await stub.CreateCollection(create(collection=GENERATION, language="DE"), timeout=10)
@@ -174,6 +153,6 @@ async def test_create_collection_over_grpc(tmp_path):
         assert (reply.created, reply.language) == (True, "en")
 
     bm25s = EmbeddedBm25Engine(tmp_path / "bm25s", 1.2, 0.75, "porter", "en_plus", language_of=lambda _c: "en")
-    async with bm25_server(bm25s) as stub:
+    async with store_stub("bm25", bm25s) as stub:
         err = await refused(stub.CreateCollection(create(collection=GENERATION, language="de"), timeout=10))
         assert err.code() == grpc.StatusCode.FAILED_PRECONDITION and "bm25.engine=embedded" in err.details()

@@ -32,27 +32,17 @@ def test_the_embedded_engine_reads_each_collections_fields(tmp_path):
 async def test_correct_over_grpc_and_its_bad_input(tmp_path):
     import grpc
 
-    from hybridsearch.bm25.service import Bm25Servicer
+    from loopback import refused, store_stub
     from hybridsearch.bm25.tantivy_engine import TantivyBm25Engine
     from hybridsearch.common.limits import MAX_QUERY_CHARS
-    from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2
+    from hybridsearch.v1 import bm25_pb2, common_pb2
 
     engine = TantivyBm25Engine(tmp_path, "porter", "en_plus")
     await engine.upsert("c", [common_pb2.Chunk(chunk_id="a#0", doc_id="a", text="protein folding", content_hash="h")])
-    server = grpc.aio.server()
-    bm25_pb2_grpc.add_Bm25ServiceServicer_to_server(Bm25Servicer(engine), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = bm25_pb2_grpc.Bm25ServiceStub(channel)
-            reply = await stub.Correct(bm25_pb2.CorrectRequest(collection="c", query="protien folding"), timeout=10)
-            assert reply.query == "protein folding"
-            for bad, message in [(bm25_pb2.CorrectRequest(collection="Bad Name!", query="x"), "collection"),
-                                 (bm25_pb2.CorrectRequest(collection="c", query="x" * (MAX_QUERY_CHARS + 1)), "limit")]:
-                with pytest.raises(grpc.aio.AioRpcError) as err:
-                    await stub.Correct(bad, timeout=10)
-                assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and message in err.value.details()
-    finally:
-        await server.stop(None)
-        await engine.close()
+    async with store_stub("bm25", engine) as stub:
+        reply = await stub.Correct(bm25_pb2.CorrectRequest(collection="c", query="protien folding"), timeout=10)
+        assert reply.query == "protein folding"
+        for bad, message in [(bm25_pb2.CorrectRequest(collection="Bad Name!", query="x"), "collection"),
+                             (bm25_pb2.CorrectRequest(collection="c", query="x" * (MAX_QUERY_CHARS + 1)), "limit")]:
+            err = await refused(stub.Correct(bad, timeout=10))
+            assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and message in err.details()

@@ -5,22 +5,23 @@ it cannot be opened."""
 from __future__ import annotations
 
 import base64
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import contextmanager
 from types import SimpleNamespace
 
 import grpc
 import numpy as np
 import pytest
 
+from loopback import refused, store_stub
 from hybridsearch.common.chunking import indexed_text
 from hybridsearch.common.config import Settings, get_settings
 from hybridsearch.common.store_servicer import trim_texts
 from hybridsearch.common.stores import SPAN
 from hybridsearch.common.validation import InvalidArgument, Refusal
-from hybridsearch.v1 import common_pb2, vector_pb2, vector_pb2_grpc
+from hybridsearch.v1 import common_pb2, vector_pb2
 from hybridsearch.vector import static
 from hybridsearch.vector.embedder import open_embedder
-from hybridsearch.vector.service import VectorEngine, VectorServicer
+from hybridsearch.vector.service import VectorEngine
 from hybridsearch.vector.store import VectorSpace
 
 
@@ -163,31 +164,11 @@ async def test_create_collection_is_idempotent_and_refuses_what_it_cannot_keep(t
     await engine.close()
 
 
-@asynccontextmanager
-async def vector_server(engine: VectorEngine):
-    server = grpc.aio.server()
-    vector_pb2_grpc.add_VectorServiceServicer_to_server(VectorServicer(engine), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            yield vector_pb2_grpc.VectorServiceStub(channel)
-    finally:
-        await server.stop(None)
-        await engine.close()
-
-
-async def refused(call) -> grpc.aio.AioRpcError:
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await call
-    return err.value
-
-
 async def test_create_collection_over_grpc(tmp_path, monkeypatch):
     settings = vector_settings(tmp_path)
     create = vector_pb2.CreateVectorCollectionRequest
     search = common_pb2.LegSearchRequest(collection=GENERATION, queries=original(QUERY), limit=3)
-    async with vector_server(VectorEngine(settings)) as stub:
+    async with store_stub("vector", VectorEngine(settings)) as stub:
         reply = await stub.CreateCollection(create(collection=GENERATION, embedder=static.NAME), timeout=30)
         assert (reply.created, reply.embedder, reply.dim) == (True, static.NAME, 256)
         reply = await stub.CreateCollection(create(collection=GENERATION, embedder=static.NAME), timeout=30)
@@ -205,7 +186,7 @@ async def test_create_collection_over_grpc(tmp_path, monkeypatch):
 
     engine = VectorEngine(settings)  # opened while its default model is there
     with no_models(monkeypatch, tmp_path / "no-models"):
-        async with vector_server(engine) as stub:
+        async with store_stub("vector", engine) as stub:
             await refused_without_the_model(stub, search)
 
 
