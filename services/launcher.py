@@ -31,20 +31,10 @@ from hybridsearch.common.metrics import metrics_port_env
 from hybridsearch.common.models import LLM_MODELS, ModelUnavailable, llm_model_path
 from hybridsearch.common.tls import sync_channel
 from hybridsearch.reranker.triton import triton_command
-from hybridsearch.supervision import DEAD_STATES, Program, Supervisor
+from hybridsearch.supervision import DEAD_STATES, Program, Supervisor, die_with_parent
 
 # Start order: stores first, then what depends on them (common.services).
 SERVICES = services.START_ORDER
-
-
-def die_with_parent(cmd: list[str]) -> list[str]:
-    """Wraps a child's command so Linux sends it SIGTERM when the launcher dies, even by SIGKILL.
-
-    setpriv (util-linux) sets PR_SET_PDEATHSIG and execs; a preexec_fn could do the same, but
-    forking with a preexec_fn deadlocks in a process that runs gRPC threads.
-    """
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "TERM", "--", *cmd] if setpriv else cmd
 
 
 def port_open(host: str, port: int, timeout: float = 0.3) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,6 +41,16 @@ class Program:
     command: list[str]
     # Only what differs from supervisord's own environment (which the children inherit).
     env: dict[str, str] = field(default_factory=dict)
+
+
+def die_with_parent(cmd: list[str]) -> list[str]:
+    """Wraps a child's command so Linux sends it SIGTERM when the launcher dies, even by SIGKILL.
+
+    setpriv (util-linux) sets PR_SET_PDEATHSIG and execs; a preexec_fn could do the same, but
+    forking with a preexec_fn deadlocks in a process that runs gRPC threads.
+    """
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *cmd] if setpriv else cmd
 
 
 def _escaped(value: str) -> str:
@@ -131,8 +142,6 @@ class Supervisor:
             return None
 
     def _launch(self) -> None:
-        from hybridsearch.launcher import die_with_parent
-
         if (running := self._answering_pid()) is not None:
             # Another stack on this data dir: starting beside it would drive (and on failure stop) its parts.
             raise RuntimeError(f"a stack already runs from {self.dir.parent} (supervisord pid {running}, "

@@ -444,10 +444,12 @@ class Settings(BaseSettings):
     # (gateway +2.4, fusion service -5.6: docs/performance.md, "The fusion hop"), the fusion service then
     # serving the efforts with variants. Kept at 1 so that fusion scales and fails on its own by default.
     fuse_in_gateway_lists: int = Field(1, ge=1)
-    # The min_score of a request that sets none (0 turns it off; a request's own min_score, 0 too, wins): a hit
-    # scoring under it says nothing worth reading. Calibrated on judged and off-domain queries (docs/quality.md,
-    # "The score floor"); only reranked answers score under 0.40 (calibration.py: the not-reranked band).
-    score_floor: float = Field(0.0, ge=0, le=1)
+    # The score floor: the min_score of a request that sets none (0 turns it off; SearchRequest.no_floor too). A
+    # hit scoring under it says nothing worth reading. Calibrated on judged and off-domain queries (docs/quality.md,
+    # "The score floor"): the largest value that kept every relevant hit of SciFact's first pages. Only reranked
+    # answers score under 0.40 (calibration.py: the not-reranked band). Not rerank.score_floor (a cut on the
+    # cross-encoder's probability before the blend).
+    default_min_score: float = Field(0.04, ge=0, le=1)
     # Chunking: documents longer than this many words are split (markdown-aware).
     chunk_words: int = 400
     chunk_overlap_words: int = 40

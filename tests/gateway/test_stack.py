@@ -112,6 +112,21 @@ def test_paging_and_min_score(gateway, sample):
 STRONG, NONSENSE = "how are variant queries weighted in rank fusion", "zqxv blorptang wuffle grommick"
 
 
+def test_the_score_floor_drops_what_says_nothing_and_no_floor_keeps_it(gateway, stack, sample):
+    """The deployment's score floor (settings default_min_score) is the min_score of a request that sets none: a
+    reranked nonsense answer's tail scores under it and is dropped; no_floor keeps every hit."""
+    floor = stack.settings.default_min_score
+    assert floor > 0
+    every = search(gateway, NONSENSE, rerank=True, top_k=50, no_floor=True)
+    floored = search(gateway, NONSENSE, rerank=True, top_k=50)
+    under = [h for h in every.hits if h.score < floor]
+    assert under, [round(h.score, 3) for h in every.hits]
+    assert all(h.score >= floor for h in floored.hits)
+    assert [h.doc_id for h in floored.hits] == [h.doc_id for h in every.hits[: len(every.hits) - len(under)]]
+    assert floored.total_candidates == floored.counts.above_min_score < every.total_candidates
+    assert f"at or above min_score {floor:g}" in floored.counts.line and "min_score" not in every.counts.line
+
+
 @pytest.mark.parametrize("effort,rerank", [(common_pb2.EFFORT_FAST, False), (common_pb2.EFFORT_BALANCED, None),
                                            (common_pb2.EFFORT_BALANCED, True)], ids=["fast", "default", "reranked"])
 def test_min_score_means_the_same_for_every_query(gateway, sample, effort, rerank):
@@ -235,7 +250,8 @@ def test_balanced_does_not_rerank_by_default(gateway, sample, stack):
 
 
 def test_forced_rerank_calls_triton(gateway, sample):
-    response = search(gateway, "how does the reranker blend scores", rerank=True, explain=True, top_k=20)
+    # no_floor: every reranked hit shown, as explain lists them (the floor would drop the weakest)
+    response = search(gateway, "how does the reranker blend scores", rerank=True, explain=True, top_k=20, no_floor=True)
     assert legs(response)["rerank"].state == OK
     reranked = [h for h in response.hits if h.reranked]
     assert len(reranked) >= 5

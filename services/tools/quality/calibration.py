@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 
 Judged = Sequence[tuple[float, bool]]  # (score, relevant) of every returned hit, all queries pooled
 # min_score values a client picks (0.4-0.7), and the low ones a score floor is chosen among (docs/quality.md).
-THRESHOLDS = (0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+THRESHOLDS = (0.01, 0.02, 0.03, 0.04, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 
 
 def roc_auc(judged: Judged) -> float:
