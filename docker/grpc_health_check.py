@@ -10,8 +10,8 @@ import sys
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from hybridsearch.common.config import get_settings
-from hybridsearch.common.tls import sync_channel
+from hybridsearch.config.settings import get_settings
+from hybridsearch.security.tls import sync_channel
 
 
 def main(argv: list[str]) -> int:

@@ -11,9 +11,9 @@ import redis
 from rich.console import Console
 from rich.table import Table
 
-from hybridsearch.common import services
-from hybridsearch.common.config import get_settings
-from hybridsearch.common.tls import sync_channel
+from hybridsearch.runtime import services
+from hybridsearch.config.settings import get_settings
+from hybridsearch.security.tls import sync_channel
 from hybridsearch.launcher import grpc_healthy
 from hybridsearch.v1 import common_pb2
 
@@ -31,7 +31,7 @@ def run_doctor(out: Console) -> int:
         problems += not up
         table.add_row(name, "[green]SERVING[/]" if up else "[red]DOWN[/]", ep.addr(name))
 
-    for name, addr in (("bm25", ep.addr("bm25")), ("vector", ep.addr("vector"))):
+    for name, addr in ((store, ep.addr(store)) for store in services.STORES):
         detail = _store_engine(name, addr)
         if detail:
             table.add_row(f"  {name} engine", "", detail)
@@ -115,7 +115,7 @@ def _store_engine(name: str, address: str) -> str:
 async def _sealed_rows(settings) -> list[tuple[str, str, str]]:
     """Per sealed collection: its active key id and its records per key id in each store (or how far a
     rotation is), or why it has no key."""
-    from hybridsearch.common.sealing import KeysFile, keys_path
+    from hybridsearch.security.sealing import KeysFile, keys_path
     from hybridsearch.reconcile.rotate import Rotator, describe
 
     sealed = sorted(name for name, config in settings.collections.items() if config.sealed)

@@ -24,16 +24,16 @@ from urllib.parse import urlparse
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from hybridsearch.common import services
-from hybridsearch.common.access import prepare_local
-from hybridsearch.common.config import Settings, get_settings
-from hybridsearch.common.metrics import metrics_port_env
-from hybridsearch.common.models import LLM_MODELS, ModelUnavailable, llm_model_path
-from hybridsearch.common.tls import sync_channel
+from hybridsearch.runtime import services
+from hybridsearch.security.access import prepare_local
+from hybridsearch.config.settings import Settings, get_settings
+from hybridsearch.runtime.metrics import metrics_port_env
+from hybridsearch.runtime.models import LLM_MODELS, ModelUnavailable, llm_model_path
+from hybridsearch.security.tls import sync_channel
 from hybridsearch.reranker.triton import triton_command
 from hybridsearch.supervision import DEAD_STATES, Program, Supervisor, die_with_parent
 
-# Start order: stores first, then what depends on them (common.services).
+# Start order: stores first, then what depends on them (runtime.services).
 SERVICES = services.START_ORDER
 
 
@@ -47,7 +47,7 @@ def port_open(host: str, port: int, timeout: float = 0.3) -> bool:
 
 def grpc_healthy(address: str, timeout: float = 1.0, settings: Settings | None = None) -> bool:
     try:
-        # TLS with the internal client certificate when configured (common/tls.py).
+        # TLS with the internal client certificate when configured (security/tls.py).
         with sync_channel(address, settings or get_settings()) as channel:
             reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
             return reply.status == health_pb2.HealthCheckResponse.SERVING
@@ -98,7 +98,7 @@ class Stack:
         """The state Redis and, where the caches have one of their own, the cache Redis (RedisSettings)."""
         cfg = self.settings.redis
         # An append-only file in the data dir: the aliases (which generation serves), restore marks and drop
-        # epochs outlive a restart (gateway/aliases.py); fsync'd every second, no snapshots (RDB) besides. Never
+        # epochs outlive a restart (gateway/resources/aliases.py); fsync'd every second, no snapshots (RDB) besides. Never
         # evicted: a full state Redis refuses writes rather than forget a hold.
         self._start_redis("redis", cfg.state_url, ["--appendonly", "yes", "--appendfsync", "everysec",
                                                    "--maxmemory-policy", "noeviction"])

@@ -1,5 +1,5 @@
 """Stand-ins for the parts the gateway's query path calls (leg services, expansion, fusion, Triton), for
-tests of gateway.search.QueryPath without a stack: each answers in-process after a hop's worth of time,
+tests of gateway.query.search.QueryPath without a stack: each answers in-process after a hop's worth of time,
 or fails as told. Fusion is the real FusionServicer, called in-process."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.fusion.service import FusionServicer
-from hybridsearch.gateway.deadline import Deadline
-from hybridsearch.gateway.report import Report
-from hybridsearch.gateway.request import plan_search
-from hybridsearch.gateway.search import QueryPath
+from hybridsearch.gateway.query.deadline import Deadline
+from hybridsearch.gateway.query.report import Report
+from hybridsearch.gateway.query.request import plan_search
+from hybridsearch.gateway.query.search import QueryPath
 from hybridsearch.v1 import common_pb2, expansion_pb2, search_pb2
 
 

@@ -93,7 +93,7 @@ def running_stack(env: dict[str, str]):
     "invalid API key"), never to its own."""
     import pytest
 
-    from hybridsearch.common.config import get_settings
+    from hybridsearch.config.settings import get_settings
     from hybridsearch.launcher import Stack
 
     if taken := taken_ports(shifted(env)):
@@ -118,7 +118,7 @@ def running_stack(env: dict[str, str]):
 def client_environment(stack):
     """The environment a client of `stack` has, for code that reads settings itself (the API key in the
     stack's data dir): session-scoped stacks overlap, and os.environ holds whichever started last."""
-    from hybridsearch.common.config import get_settings
+    from hybridsearch.config.settings import get_settings
 
     saved = dict(os.environ)
     os.environ.clear()
@@ -156,7 +156,7 @@ def store_call(stack, store: str, method: str, request, stream: bool = False):
     (a drift for reconcile to find, a record read as stored); a stream's pages as a list."""
     import asyncio
 
-    from hybridsearch.common.server import insecure_channel
+    from hybridsearch.runtime.server import insecure_channel
     from hybridsearch.v1 import bm25_pb2_grpc, vector_pb2_grpc
 
     async def run():

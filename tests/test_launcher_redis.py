@@ -12,12 +12,12 @@ import redis
 import redis.asyncio as aioredis
 
 from stacks import PORT_SHIFT
-from hybridsearch.common.config import Settings
-from hybridsearch.common.holds import Holds, hold_key
+from hybridsearch.config.settings import Settings
+from hybridsearch.storage.holds import Holds, hold_key
 from hybridsearch.expansion.cache import ExpansionCache
-from hybridsearch.gateway import paging
-from hybridsearch.gateway.aliases import Alias, Aliases, Generation
-from hybridsearch.gateway.write_order import WriteOrder, epoch_key
+from hybridsearch.gateway.query import paging
+from hybridsearch.gateway.resources.aliases import Alias, Aliases, Generation
+from hybridsearch.gateway.ingest.write_order import WriteOrder, epoch_key
 from hybridsearch.launcher import Stack, redis_server
 
 STATE_PORT, CACHE_PORT = 29461 + PORT_SHIFT, 29462 + PORT_SHIFT

@@ -15,7 +15,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from hybridsearch.common import services
+from hybridsearch.runtime import services
 
 REPO = Path(__file__).resolve().parents[1]
 SERVICES = REPO / "services"
@@ -32,7 +32,8 @@ IMPORT_NAMES = {
 }
 # The serving path: the services, what they share, the clients, the stack's launcher and supervisor, doctor,
 # and the CLI itself (`hybridsearch serve` imports every command module).
-SERVING = [*services.NAMES, "reranker", "common", "reconcile", "client",
+SERVING = [*services.NAMES, "reranker", "security", "storage", "text", "contract", "runtime", "query", "config", "reconcile",
+           "client",
            "observability", "cli", "launcher.py", "supervision.py", "doctor.py", "corpus.py", "__init__.py"]
 # Tooling that lives beside serving code: it may import the tools packages, as long as no serving module
 # imports it at module level (the CLI's `dashboards` command imports it inside the command).

@@ -1,6 +1,6 @@
 """Writes charts/hybridsearch/values.schema.json (JSON Schema draft-07) for the chart's values.
 
-The `config` block is derived from the pydantic settings in services/common/config.py, so a setting
+The `config` block is derived from the pydantic settings in services/config/settings.py, so a setting
 added there is accepted by the chart only after this is re-run (tests/charts checks the two agree);
 everything else is the chart's own values, described here once.
 
@@ -14,10 +14,12 @@ import json
 import sys
 from pathlib import Path
 
-from hybridsearch.common import legs, services
-from hybridsearch.common.collections import CollectionConfig
-from hybridsearch.common.config import Settings
-from hybridsearch.common.validation import COLLECTION_NAME
+from hybridsearch.query import legs
+
+from hybridsearch.runtime import services
+from hybridsearch.config.collections import CollectionConfig
+from hybridsearch.config.settings import Settings
+from hybridsearch.contract.validation import COLLECTION_NAME
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "hybridsearch" / "values.schema.json"
 
@@ -67,7 +69,7 @@ CONFIG_CONSTRAINTS: dict[str, dict] = {
 # Old setting names read onto a newer setting (not fields, so not in Settings' own schema): still accepted.
 CONFIG_OLD_NAMES: dict[str, dict[str, dict]] = {
     "fusion": {name: {"type": "number", "minimum": 0,
-                      "$comment": f"old name: {' and '.join(f'{attr}.{leg}' for attr in attrs)} (common/legs.py LEGACY)"}
+                      "$comment": f"old name: {' and '.join(f'{attr}.{leg}' for attr in attrs)} (query/legs.py LEGACY)"}
                for name, (leg, attrs) in legs.LEGACY.items()},
 }
 
@@ -116,7 +118,7 @@ def config_schema() -> dict:
 
 
 def collections_schema() -> dict:
-    """values.collections: collection name -> CollectionConfig (services/common/collections.py)."""
+    """values.collections: collection name -> CollectionConfig (services/config/collections.py)."""
     full = CollectionConfig.model_json_schema(mode="validation")
     config = resolve(full, full.get("$defs", {}))
     config.pop("$defs", None)

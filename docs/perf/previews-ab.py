@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
-from hybridsearch.common.config import get_settings
-from hybridsearch.gateway import previews as new
+from hybridsearch.config.settings import get_settings
+from hybridsearch.gateway.query import previews as new
 
 
 def main() -> None:
@@ -27,7 +27,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--data", type=Path, default=Path("../shared/datasets/scifact"))
     args = parser.parse_args()
-    spec = importlib.util.spec_from_file_location("old_previews", args.old_tree / "services/gateway/previews.py")
+    spec = importlib.util.spec_from_file_location("old_previews", args.old_tree / "services/gateway/query/previews.py")
     old = importlib.util.module_from_spec(spec)
     sys.modules["old_previews"] = old  # dataclasses look their module up
     spec.loader.exec_module(old)

@@ -19,8 +19,8 @@ import threading
 import time
 
 from hybridsearch.client import GatewayClient, HybridSearchError, document
-from hybridsearch.common.config import get_settings
-from hybridsearch.common.server import internal_channel
+from hybridsearch.config.settings import get_settings
+from hybridsearch.runtime.server import internal_channel
 from hybridsearch.corpus import load_judged_queries
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, vector_pb2_grpc
 

@@ -16,7 +16,7 @@ import threading
 import time
 
 from hybridsearch.client import GatewayClient, HybridSearchError, document
-from hybridsearch.common.config import get_settings
+from hybridsearch.config.settings import get_settings
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, vector_pb2_grpc
 
 COLLECTION, REPOSITORY, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -73,7 +73,7 @@ class Searcher(threading.Thread):
 def stored(store: str, collection: str) -> dict[str, str]:
     import asyncio
 
-    from hybridsearch.common.server import internal_channel
+    from hybridsearch.runtime.server import internal_channel
 
     async def run():
         settings = get_settings()

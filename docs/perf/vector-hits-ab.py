@@ -15,8 +15,8 @@ import json
 import time
 from pathlib import Path
 
-from hybridsearch.common.config import get_settings
-from hybridsearch.common.store_servicer import trim_texts
+from hybridsearch.config.settings import get_settings
+from hybridsearch.storage.store_servicer import trim_texts
 from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.edge import EdgeStore
 from hybridsearch.vector.embedder import QueryEncoder

@@ -3,7 +3,7 @@ import json, sys
 from dataclasses import dataclass
 from pathlib import Path
 from hybridsearch.cli.base import gateway_client
-from hybridsearch.common.config import get_settings
+from hybridsearch.config.settings import get_settings
 from hybridsearch.corpus import load_judged_queries
 from hybridsearch.tools.bench import collection_name, run_mode
 from hybridsearch.v1 import common_pb2, fusion_pb2, search_pb2

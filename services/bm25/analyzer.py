@@ -10,14 +10,14 @@ Another language (`CollectionConfig.language`: de, fr, ...): lowercase -> word t
 stopwords (NLTK's lists as bm25s ships them) -> its Snowball stemmer (PyStemmer). OpenSearch gets the
 same chain (opensearch.py: the explicit list and Lucene's Snowball filter).
 
-`auto`: each document is analyzed in its own detected language (common/language.py, over the whole
+`auto`: each document is analyzed in its own detected language (text/language.py, over the whole
 document) and its terms carry that language as a prefix (`de:haus`, `en:hous`), all in the one body
 field: a German and an English document never share a term, and each term's statistics are those of
 its language's documents. A query is analyzed in every supported language and each analysis is
 prefixed the same way, so it matches German documents through German stems and English ones through
 English stems in one BM25 query; terms of a language with no documents match nothing.
 
-Hashed terms (`sealed_terms: hashed`, common/hashed_terms.py): the gateway runs the collection's analysis
+Hashed terms (`sealed_terms: hashed`, security/hashed_terms.py): the gateway runs the collection's analysis
 above and sends each term as a keyed hash, so the store's analysis of such a collection is the identity
 (`HashedTermsAnalyzer`: whitespace-separated terms, no stopwords, no stemming) and its terms, statistics and
 ranking are the clear mode's, under other names.
@@ -32,7 +32,7 @@ from functools import lru_cache
 import Stemmer
 from bm25s import stopwords as packaged
 
-from hybridsearch.common.language import AUTO, DEFAULT_LANGUAGE, SUPPORTED, detect
+from hybridsearch.text.language import AUTO, DEFAULT_LANGUAGE, SUPPORTED, detect
 
 LUCENE_ENGLISH_STOPWORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then "

@@ -28,11 +28,11 @@ from hybridsearch.bm25.analyzer import Analyzer, Analyzers
 from hybridsearch.bm25.engine import declared_only, requested_language
 from hybridsearch.bm25.folders import FolderCollections
 from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
-from hybridsearch.common.stores import (
+from hybridsearch.storage.stores import (
     EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, picked_metadata, refuse_sealed, stored_documents,
 )
-from hybridsearch.common.chunking import indexed_text
-from hybridsearch.common.validation import matches_filters
+from hybridsearch.text.chunking import indexed_text
+from hybridsearch.contract.validation import matches_filters
 from hybridsearch.v1 import common_pb2
 
 log = logging.getLogger(__name__)

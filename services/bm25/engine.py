@@ -7,9 +7,9 @@ from typing import Protocol
 
 import grpc
 
-from hybridsearch.common.language import check_collection_language
-from hybridsearch.common.stores import EngineStats, UpsertResult
-from hybridsearch.common.validation import InvalidArgument, Refusal
+from hybridsearch.text.language import check_collection_language
+from hybridsearch.storage.stores import EngineStats, UpsertResult
+from hybridsearch.contract.validation import InvalidArgument, Refusal
 from hybridsearch.v1 import common_pb2
 
 def field_name(key: str) -> str:
@@ -18,7 +18,7 @@ def field_name(key: str) -> str:
 
 
 def requested_language(language: str, declared: str) -> str:
-    """A CreateCollection's language: `language` checked (one of common/language.py SUPPORTED, or auto;
+    """A CreateCollection's language: `language` checked (one of text/language.py SUPPORTED, or auto;
     INVALID_ARGUMENT otherwise), the collection's `declared` one when empty."""
     if not language.strip():
         return declared
@@ -83,7 +83,7 @@ class LexicalEngine(Protocol):
     async def content_hashes(self, collection: str, doc_ids: list[str]) -> dict[str, str]: ...
 
     async def list_documents(self, collection: str) -> list[common_pb2.StoredDocument]:
-        """Every stored document (common.stores.stored_documents), sorted by id: what reconcile compares."""
+        """Every stored document (storage.stores.stored_documents), sorted by id: what reconcile compares."""
         ...
 
     async def get_chunks(self, collection: str, doc_ids: list[str]) -> list[common_pb2.Chunk]:

@@ -10,7 +10,7 @@ import shutil
 import threading
 from pathlib import Path
 
-from hybridsearch.common.stores import CollectionExists
+from hybridsearch.storage.stores import CollectionExists
 
 
 class FolderCollections:

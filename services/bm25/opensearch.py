@@ -50,11 +50,11 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from hybridsearch.bm25.analyzer import SNOWBALL, STOPWORD_LISTS
 from hybridsearch.bm25.engine import declared_only, field_name, requested_language
 from hybridsearch.bm25.fuzzy import FUZZY_WEIGHT, MAX_EXPANSIONS, MIN_FUZZY_CHARS
-from hybridsearch.common.language import AUTO
-from hybridsearch.common.chunking import indexed_text
-from hybridsearch.common.iterables import batched
-from hybridsearch.common.validation import is_collection_name
-from hybridsearch.common.stores import (
+from hybridsearch.text.language import AUTO
+from hybridsearch.text.chunking import indexed_text
+from hybridsearch.runtime.iterables import batched
+from hybridsearch.contract.validation import is_collection_name
+from hybridsearch.storage.stores import (
     LISTED_FIELDS,
     refuse_sealed,
     SnapshotsUnsupported,

@@ -14,13 +14,13 @@ from functools import partial
 import grpc
 
 from hybridsearch.bm25.engine import LexicalEngine
-from hybridsearch.common.collections import collection_config
-from hybridsearch.common.config import Settings, get_settings
-from hybridsearch.common.server import serve
-from hybridsearch.common.store_servicer import StoreServicerMixin, StoreSnapshotsMixin, check_leg_search, trim_texts
-from hybridsearch.common.stores import EngineUnavailable
-from hybridsearch.common.limits import MAX_QUERY_CHARS
-from hybridsearch.common.validation import InvalidArgument, abort_invalid, check_collection
+from hybridsearch.config.collections import collection_config
+from hybridsearch.config.settings import Settings, get_settings
+from hybridsearch.runtime.server import serve
+from hybridsearch.storage.store_servicer import StoreServicerMixin, StoreSnapshotsMixin, check_leg_search, trim_texts
+from hybridsearch.storage.stores import EngineUnavailable
+from hybridsearch.contract.limits import MAX_QUERY_CHARS
+from hybridsearch.contract.validation import InvalidArgument, abort_invalid, check_collection
 from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2
 
 

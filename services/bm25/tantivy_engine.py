@@ -31,7 +31,7 @@ exactly.
 
 Languages per collection. A collection is analyzed in its declared language (`CollectionConfig.language`;
 a generation `notes.g2` has its alias's) unless CreateCollection created it with another: that language
-is recorded in its folder (common/stores.py COLLECTION_RECORD), written before the index (a collection is never
+is recorded in its folder (storage/stores.py COLLECTION_RECORD), written before the index (a collection is never
 without its record; a record left without an index by a crash is no collection and goes at the next
 open). Tantivy leaves a file it does not manage alone, so the record stays with the index: read once when
 the collection is opened, removed with the folder by a drop, copied by `capture` and moved in with the
@@ -59,13 +59,13 @@ from hybridsearch.bm25.engine import field_name, requested_language
 from hybridsearch.bm25.folders import FolderCollections
 from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
 from hybridsearch.bm25.group_commit import MAX_GROUP, GroupCommit
-from hybridsearch.common.chunking import indexed_text
-from hybridsearch.common.stores import (
+from hybridsearch.text.chunking import indexed_text
+from hybridsearch.storage.stores import (
     COLLECTION_RECORD, read_record, write_record,
     EngineStats, EngineUnavailable, UpsertResult, SPAN, chunk_from_payload, chunks_by_document, content_of, picked_metadata, span_of,
     span_payload, stored_content, stored_documents, unchanged_since,
 )
-from hybridsearch.common.validation import Refusal
+from hybridsearch.contract.validation import Refusal
 from hybridsearch.v1 import common_pb2
 
 log = logging.getLogger(__name__)

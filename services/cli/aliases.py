@@ -13,7 +13,7 @@ from rich.markup import escape
 from hybridsearch.cli.base import OPERATE, app, console, tool_imports
 from hybridsearch.cli.resources import gateway_call
 from hybridsearch.cli.tables import Column, name_column, wrapping_table
-from hybridsearch.common.validation import generation_name
+from hybridsearch.contract.validation import generation_name
 from hybridsearch.v1 import aliases_pb2
 
 alias_app = typer.Typer(help="Aliases of re-indexed collections: show, list, switch, rollback, drop a generation",

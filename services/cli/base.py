@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from hybridsearch.common.config import get_settings
+from hybridsearch.config.settings import get_settings
 
 app = typer.Typer(help="hybridsearch: hybrid search microservices (BM25 + vector + expansion, fusion, Triton reranker)",
                   epilog="Developer tools need the tools extra: pip install 'hybridsearch\\[tools]'",

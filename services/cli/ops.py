@@ -13,7 +13,7 @@ from rich.table import Table
 
 from hybridsearch.cli.base import OPERATE, app, console, split_csv
 from hybridsearch.cli.tables import Column, wrapping_table
-from hybridsearch.common.config import get_settings
+from hybridsearch.config.settings import get_settings
 
 
 @app.command(rich_help_panel=OPERATE)
@@ -40,7 +40,7 @@ def reconcile(
         finally:
             await reconciler.close()
 
-    from hybridsearch.common.holds import Held
+    from hybridsearch.storage.holds import Held
 
     try:
         rows = asyncio.run(run())
@@ -78,7 +78,7 @@ app.add_typer(keys_app, name="keys", rich_help_panel=OPERATE)
 
 def create_collection_key(collection: str, keys_file: Optional[Path]) -> None:
     """`keys create -c NAME`: a sealed collection's key, never printed (only its id and the file)."""
-    from hybridsearch.common.sealing import create_collection_key as create, keys_path
+    from hybridsearch.security.sealing import create_collection_key as create, keys_path
 
     settings = get_settings()
     path = keys_file or keys_path(settings)
@@ -106,7 +106,7 @@ def keys_create(
 ):
     """Make a random API key, append its sha256 to the keys file and print the key (shown only this once);
     with -c, a sealed collection's 256-bit key in the sealing keys file (never shown)."""
-    from hybridsearch.common.apikeys import KEYS_FILE, KeyFileError, create_key, local_auth_dir
+    from hybridsearch.security.apikeys import KEYS_FILE, KeyFileError, create_key, local_auth_dir
 
     if collection:
         if tenant or read or write or admin:
@@ -137,7 +137,7 @@ def certs(
 ):
     """A local CA, a server certificate (localhost, 127.0.0.1, the service names) and an internal client
     certificate, for HYBRIDSEARCH_TLS__ENABLED=true (docs/security.md). Replaces what is there."""
-    from hybridsearch.common.tls import local_tls_dir, make_certificates
+    from hybridsearch.security.tls import local_tls_dir, make_certificates
 
     folder = out or local_tls_dir(get_settings().data_dir)
     for path in make_certificates(folder, split_csv(dns), split_csv(ip)):

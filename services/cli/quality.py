@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hybridsearch.cli.base import TOOLS, app, console, gateway_client, progress_bar, tool_imports
-from hybridsearch.common.config import get_settings
+from hybridsearch.config.settings import get_settings
 
 
 @app.command(rich_help_panel=TOOLS)

@@ -11,14 +11,14 @@ import typer
 
 from hybridsearch.cli.base import console, progress_bar
 from hybridsearch.cli.ops import keys_app
-from hybridsearch.common.config import get_settings
+from hybridsearch.config.settings import get_settings
 
 COLLECTION = typer.Option("--collection", "-c", help="the sealed collection")
 KEYS_FILE = typer.Option(help="the sealing keys file (default: sealing.keys_file, else DATA_DIR/sealing/keys.yaml)")
 
 
 def _path(keys_file: Optional[Path]) -> Path:
-    from hybridsearch.common.sealing import keys_path
+    from hybridsearch.security.sealing import keys_path
 
     return keys_file or keys_path(get_settings())
 
@@ -47,8 +47,8 @@ def keys_rotate(
     """Seal every record of a sealed collection with a fresh key: the key is added and made active at once,
     then both stores' records are sealed again in batches (vectors kept). Resumable: run it again after an
     interruption (kill -9 included) and it finishes the same rotation."""
-    from hybridsearch.common.holds import Held
-    from hybridsearch.common.sealing import SealingError, finish_rotation, start_rotation
+    from hybridsearch.storage.holds import Held
+    from hybridsearch.security.sealing import SealingError, finish_rotation, start_rotation
     from hybridsearch.reconcile.plan import Store
     from hybridsearch.reconcile.rotate import Rotator
 
@@ -94,7 +94,7 @@ def keys_rotate(
                       f"run `hybridsearch keys rotate -c {collection}` again to go on[/]", soft_wrap=True)
         raise typer.Exit(3)
     finish_rotation(path, collection, key_id)
-    from hybridsearch.common.sealing import KeysFile
+    from hybridsearch.security.sealing import KeysFile
 
     keys = KeysFile(path).collection(collection)
     unused = rotation.unused(keys.key_ids if keys else [])
@@ -112,7 +112,7 @@ def keys_retire(
 ):
     """Remove an old key of a sealed collection from the keys file; refused while any record in either store
     is still sealed with it (`keys rotate` first) or while it is the active key."""
-    from hybridsearch.common.sealing import KeysFile, retire_key
+    from hybridsearch.security.sealing import KeysFile, retire_key
     from hybridsearch.reconcile.rotate import Rotator
 
     path = _path(keys_file)
@@ -156,7 +156,7 @@ def keys_destroy(
     """Crypto-shred a sealed collection: its keys leave the keys file at once (a tombstone records when), so
     no record of it opens from then on; then its data is dropped from both stores and Redis. A search or a
     write on it is refused with the reason until `keys create -c NAME` starts the name afresh."""
-    from hybridsearch.common.sealing import KeysFile, destroy_keys
+    from hybridsearch.security.sealing import KeysFile, destroy_keys
 
     settings = get_settings()
     config = settings.collections.get(collection)
@@ -175,7 +175,7 @@ def keys_destroy(
         raise _fail(str(err)) from None
     console.print(f"keys {', '.join(destroyed.key_ids)} of {collection!r} destroyed at {destroyed.at} "
                   f"(removed from {path}): no record of it opens any more; dropping its data")
-    from hybridsearch.common.validation import Refusal
+    from hybridsearch.contract.validation import Refusal
 
     try:
         dropped = asyncio.run(_drop(collection))
@@ -187,11 +187,11 @@ def keys_destroy(
 
 
 async def _drop(collection: str):
-    """The gateway's drop (gateway/drop.py) run from here: both stores and Redis, under the collection's hold."""
+    """The gateway's drop (gateway/resources/drop.py) run from here: both stores and Redis, under the collection's hold."""
     import redis.asyncio as redis
 
     from hybridsearch.gateway.backends import Backends
-    from hybridsearch.gateway.drop import Dropper
+    from hybridsearch.gateway.resources.drop import Dropper
 
     settings = get_settings()
     backends = Backends.connect(settings)

@@ -98,7 +98,7 @@ def send(client, collection: str, corpus, batch_size: int, on_batch=None):
     again a document at a time, and each document refused alone is skipped with the gateway's reason."""
     from hybridsearch.client import InvalidArgument
     from hybridsearch.client.requests import add_counts
-    from hybridsearch.common.iterables import batched
+    from hybridsearch.runtime.iterables import batched
     from hybridsearch.v1 import ingest_pb2
 
     total = ingest_pb2.UpsertResponse()
@@ -301,7 +301,7 @@ def print_response(text: str, response, next_page: str = "", verbose: bool = Fal
     legs and snippets, tags, `next_page` (the command for the next page), and the explanation; without one,
     the failed legs and notices (every leg's state with `verbose`)."""
     from hybridsearch.client import explain_lines
-    from hybridsearch.common import legs as leg_table
+    from hybridsearch.query import legs as leg_table
     from hybridsearch.v1 import common_pb2, search_pb2
 
     out = Console(soft_wrap=True)

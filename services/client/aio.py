@@ -13,9 +13,9 @@ import grpc
 from hybridsearch.client.errors import from_rpc_error
 from hybridsearch.client.requests import add_counts, search_request, upsert_requests
 from hybridsearch.client.sync import SEARCH_TIMEOUT_S, WRITE_TIMEOUT_S
-from hybridsearch.common.access import aio_gateway_channel
-from hybridsearch.common.config import Settings, get_settings
-from hybridsearch.common.server import CHANNEL_OPTIONS, RETRY_OPTIONS
+from hybridsearch.security.access import aio_gateway_channel
+from hybridsearch.config.settings import Settings, get_settings
+from hybridsearch.runtime.server import CHANNEL_OPTIONS, RETRY_OPTIONS
 from hybridsearch.v1 import (
     collections_pb2,
     collections_pb2_grpc,

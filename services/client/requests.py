@@ -11,8 +11,8 @@ from typing import Literal
 from google.protobuf.descriptor import EnumDescriptor
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 
-from hybridsearch.common import legs
-from hybridsearch.common.limits import KiB, UPSERT_REQUEST_BYTES
+from hybridsearch.query import legs
+from hybridsearch.contract.limits import KiB, UPSERT_REQUEST_BYTES
 from hybridsearch.v1 import common_pb2, fusion_pb2, ingest_pb2, search_pb2
 
 Mode = Literal["bm25", "vector", "hybrid"]

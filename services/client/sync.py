@@ -10,7 +10,7 @@ collections as resources (get_documents, list_collections, drop_collection).
 Every call has a deadline (`timeout`, seconds); UNAVAILABLE is retried by gRPC's retry policy (every
 public RPC is idempotent: upserts are keyed by content hash); other errors raise the typed exceptions
 of hybridsearch.client.errors at once. TLS and the API key come from settings (HYBRIDSEARCH_API_KEY,
-HYBRIDSEARCH_TLS__*) or the arguments: common/access.py.
+HYBRIDSEARCH_TLS__*) or the arguments: security/access.py.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import grpc
 
 from hybridsearch.client.errors import from_rpc_error
 from hybridsearch.client.requests import add_counts, search_request, upsert_requests
-from hybridsearch.common.access import gateway_channel
-from hybridsearch.common.config import Settings, get_settings
-from hybridsearch.common.server import CHANNEL_OPTIONS, RETRY_OPTIONS
+from hybridsearch.security.access import gateway_channel
+from hybridsearch.config.settings import Settings, get_settings
+from hybridsearch.runtime.server import CHANNEL_OPTIONS, RETRY_OPTIONS
 from hybridsearch.v1 import (
     collections_pb2,
     collections_pb2_grpc,

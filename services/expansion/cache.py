@@ -1,9 +1,9 @@
 """Expansion cache in Redis, keyed by query + collection + generator/model + prompt version.
 
 A key names its collection in clear (`hybridsearch:expansion:<collection>:<digest>`), so dropping a collection
-finds its entries (collection_pattern; gateway/drop.py). Collection names hold no glob character.
+finds its entries (collection_pattern; gateway/resources/drop.py). Collection names hold no glob character.
 
-A sealed collection's entries (common/sealing.py) keep that layout, their digest an HMAC with the collection's
+A sealed collection's entries (security/sealing.py) keep that layout, their digest an HMAC with the collection's
 key instead of sha256 (no query can be confirmed from a key), and their values sealed with it (AES-GCM, the
 entry's key as associated data): its variants carry the query's words and its documents' feedback terms."""
 
@@ -17,9 +17,9 @@ import redis.asyncio as redis
 from google.protobuf.message import DecodeError
 from redis.exceptions import RedisError
 
-from hybridsearch.common import metrics
-from hybridsearch.common.sealing import CollectionSeal, SealingError
-from hybridsearch.common.telemetry import tracer
+from hybridsearch.runtime import metrics
+from hybridsearch.security.sealing import CollectionSeal, SealingError
+from hybridsearch.runtime.telemetry import tracer
 from hybridsearch.v1 import common_pb2
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ server stops generating at the next token (llama.cpp's server checks for a disco
 tokens; a non-streamed generation would run to max_tokens for nobody and hold the server from the next
 query). The query in the prompt is capped at MAX_PROMPT_QUERY_CHARS.
 
-Prompts per language (GNO's language-aware expansion): the query's language (common/language.py) picks
+Prompts per language (GNO's language-aware expansion): the query's language (text/language.py) picks
 an English prompt, a native German one, or for any other language a multilingual fallback that keeps
 the English instructions but asks for variants in the query's own language. Why: a small model follows
 the language of its instructions and of its worked example, so an English prompt turns a German query's

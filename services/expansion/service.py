@@ -1,6 +1,6 @@
 """ExpansionService: skip on strong signals, else LLM (THOROUGH, when configured) or PRF, cached.
 
-Every answer names the query's language (common/language.py: the request's override, else detected,
+Every answer names the query's language (text/language.py: the request's override, else detected,
 else the collection's): it picks the LLM prompt (English, German, multilingual) and is part of the cache
 key. PRF reads the collection's documents, so it stems and drops stopwords in the documents' language:
 the collection's declared one (an English collection's feedback is exactly what it was), the query's
@@ -9,7 +9,7 @@ for an `auto` collection (documents of every language).
 The PRF path and the dominant-top-hit check both need the query's best BM25 hits, so the service
 probes the BM25 service itself; the gateway can then call expansion concurrently with both legs.
 A hashed-terms collection (sealed_terms: hashed) is probed with its query's keyed term hashes, exactly
-(common/hashed_terms.py); its feedback terms come from the opened feedback texts as a clear collection's
+(security/hashed_terms.py); its feedback terms come from the opened feedback texts as a clear collection's
 do, and the variants are clear queries the gateway's BM25 leg hashes in turn (sealed in the cache).
 """
 
@@ -21,15 +21,15 @@ import logging
 import grpc
 
 from hybridsearch.bm25.analyzer import Analyzers
-from hybridsearch.common.collections import collection_config
-from hybridsearch.common.config import ExpansionSettings, Settings, get_settings
-from hybridsearch.common.effort import Expansion, effort_policy, why_not_expand
-from hybridsearch.common.language import DETECTOR, Detection, documents_language, query_language
-from hybridsearch.common.server import internal_channel, serve
-from hybridsearch.common.telemetry import tracer
-from hybridsearch.common.hashed_terms import HashedTerms, hashes_terms
-from hybridsearch.common.sealing import CollectionSeal, Sealer, SealingError
-from hybridsearch.common.validation import InvalidArgument, Refusal, abort_invalid, check_collection, check_filters
+from hybridsearch.config.collections import collection_config
+from hybridsearch.config.settings import ExpansionSettings, Settings, get_settings
+from hybridsearch.query.effort import Expansion, effort_policy, why_not_expand
+from hybridsearch.text.language import DETECTOR, Detection, documents_language, query_language
+from hybridsearch.runtime.server import internal_channel, serve
+from hybridsearch.runtime.telemetry import tracer
+from hybridsearch.security.hashed_terms import HashedTerms, hashes_terms
+from hybridsearch.security.sealing import CollectionSeal, Sealer, SealingError
+from hybridsearch.contract.validation import InvalidArgument, Refusal, abort_invalid, check_collection, check_filters
 from hybridsearch.expansion.cache import ExpansionCache
 from hybridsearch.expansion.llm import PROMPT_VERSION, LlmError, LlmExpander
 from hybridsearch.expansion.prf import feedback_terms, prf_variants
@@ -91,7 +91,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
 
     async def _answer(self, request, collection, filters, language: Detection, documents_language: str,
                       context, seal: CollectionSeal | None = None) -> expansion_pb2.ExpandResponse:
-        # The same rule the gateway's plan used (common.effort.why_not_expand): decided once.
+        # The same rule the gateway's plan used (query.effort.why_not_expand): decided once.
         if (why := why_not_expand(request.effort, True if request.force else None, self.cfg.prf_in_balanced)):
             return expansion_pb2.ExpandResponse(skipped=True, skip_reason=why, generator="none",
                                                 cache_available=self.cache.available)

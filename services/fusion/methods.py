@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
-from hybridsearch.common import legs
+from hybridsearch.query import legs
 
 
 class FusionMethod(str, Enum):
@@ -56,7 +56,7 @@ class FusionParams:
     feedback_weight: float = 0.5
     top_rank_bonus: float = 0.1
     top_rank_window: int = 5
-    # Each leg's weight, keyed by its name (common.legs: "bm25", "vector", "tag", "graph"): under the
+    # Each leg's weight, keyed by its name (query.legs: "bm25", "vector", "tag", "graph"): under the
     # score-based methods (linear, z-score, DBSF), and under RRF, where it multiplies the list's kind
     # weight. A registered leg a mapping leaves out gets its row's default; a leg no row names
     # (`leg_<n>`) weighs legs.DEFAULT_WEIGHT / DEFAULT_RRF_WEIGHT unless named here.

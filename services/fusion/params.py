@@ -1,16 +1,16 @@
 """Fusion parameters on the wire: resolved once, in the gateway (settings + the request's override), and
 carried complete to the fusion service, which validates them and uses them as given.
 
-Leg weights travel keyed by leg name (FusionConfig.leg_weights / rrf_leg_weights, common.legs). The old
+Leg weights travel keyed by leg name (FusionConfig.leg_weights / rrf_leg_weights, query.legs). The old
 named weights (bm25_weight, rrf_tag_weight, graph_weight, ...: legs.LEGACY) are still read, each onto its
 leg's entry, a keyed entry set beside one winning, and still written, for clients and services that
 predate the maps."""
 
 from __future__ import annotations
 
-from hybridsearch.common import legs
-from hybridsearch.common.config import FusionSettings
-from hybridsearch.common.validation import InvalidArgument
+from hybridsearch.query import legs
+from hybridsearch.config.settings import FusionSettings
+from hybridsearch.contract.validation import InvalidArgument
 from hybridsearch.fusion.methods import FusionMethod, FusionParams
 from hybridsearch.v1 import common_pb2, fusion_pb2
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import grpc
 
-from hybridsearch.common import legs
-from hybridsearch.common.config import get_settings
-from hybridsearch.common.server import serve
-from hybridsearch.common.validation import InvalidArgument, abort_invalid
+from hybridsearch.query import legs
+from hybridsearch.config.settings import get_settings
+from hybridsearch.runtime.server import serve
+from hybridsearch.contract.validation import InvalidArgument, abort_invalid
 from hybridsearch.fusion.methods import FusionParams, Item, QueryKind, Ranking, fuse
 from hybridsearch.fusion.params import params_from_proto, params_to_proto
 from hybridsearch.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc
 
 # Lists and evidence carry the leg's common_pb2.Leg value. Any value but UNSPECIFIED is a leg: proto3
-# enums are open, and a leg the leg table (common.legs) has no row for fuses with the default weight.
+# enums are open, and a leg the leg table (query.legs) has no row for fuses with the default weight.
 KINDS = {
     common_pb2.QUERY_KIND_UNSPECIFIED: QueryKind.ORIGINAL,
     common_pb2.QUERY_KIND_ORIGINAL: QueryKind.ORIGINAL,

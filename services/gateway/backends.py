@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hybridsearch.common import services
-from hybridsearch.common.config import Settings
-from hybridsearch.common.server import internal_channel
+from hybridsearch.runtime import services
+from hybridsearch.config.settings import Settings
+from hybridsearch.runtime.server import internal_channel
 from hybridsearch.reranker.client import RerankerClient
 from hybridsearch.v1 import bm25_pb2_grpc, expansion_pb2_grpc, fusion_pb2_grpc, vector_pb2_grpc
 

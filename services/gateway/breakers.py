@@ -17,7 +17,7 @@ import grpc
 from purgatory import AsyncCircuitBreakerFactory
 from purgatory.domain.model import OpenedState
 
-from hybridsearch.common import metrics
+from hybridsearch.runtime import metrics
 
 UNWELL = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.INTERNAL,
                     grpc.StatusCode.UNKNOWN, grpc.StatusCode.RESOURCE_EXHAUSTED})

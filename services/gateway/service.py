@@ -5,18 +5,18 @@ from __future__ import annotations
 import grpc
 import redis.asyncio as redis
 
-from hybridsearch.common.config import get_settings
-from hybridsearch.common.server import serve
-from hybridsearch.gateway.alias_service import AliasServicer
-from hybridsearch.gateway.auth import gateway_interceptors
+from hybridsearch.config.settings import get_settings
+from hybridsearch.runtime.server import serve
+from hybridsearch.gateway.resources.alias_service import AliasServicer
+from hybridsearch.gateway.access.auth import gateway_interceptors
 from hybridsearch.gateway.backends import Backends
-from hybridsearch.gateway.catalog import Catalog
-from hybridsearch.gateway.collections import CollectionServicer
-from hybridsearch.gateway.ingest import IngestServicer
-from hybridsearch.gateway.reindex import Reindexer
-from hybridsearch.gateway.search import SearchServicer
-from hybridsearch.gateway.snapshots import SnapshotServicer
-from hybridsearch.gateway.write_order import WriteOrder
+from hybridsearch.gateway.resources.catalog import Catalog
+from hybridsearch.gateway.resources.collections import CollectionServicer
+from hybridsearch.gateway.ingest.servicer import IngestServicer
+from hybridsearch.gateway.resources.reindex import Reindexer
+from hybridsearch.gateway.query.search import SearchServicer
+from hybridsearch.gateway.resources.snapshots import SnapshotServicer
+from hybridsearch.gateway.ingest.write_order import WriteOrder
 from hybridsearch.snapshots.coordinator import Snapshots
 from hybridsearch.v1 import (
     aliases_pb2,
@@ -35,7 +35,7 @@ from hybridsearch.v1 import (
 async def main() -> None:
     settings = get_settings()
     backends = Backends.connect(settings)
-    # Writes and drops of a collection in one order (gateway/write_order.py), through the state Redis.
+    # Writes and drops of a collection in one order (gateway/ingest/write_order.py), through the state Redis.
     order = WriteOrder(redis.Redis.from_url(settings.redis.state_url, socket_connect_timeout=0.5, socket_timeout=5))
     # Which collections exist (searches, Stats, CollectionService, snapshots): a restore's mark hides a half-made one.
     catalog = Catalog(settings, backends, order.redis)

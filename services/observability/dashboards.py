@@ -2,7 +2,7 @@
 
 `hybridsearch dashboards --out charts/hybridsearch/files/dashboards` writes one JSON file per
 dashboard; the Helm chart ships them to Grafana's dashboard sidecar. Every query reads the metrics
-of hybridsearch.common.metrics and Triton's own /metrics; tests/observability/test_dashboards.py runs
+of hybridsearch.runtime.metrics and Triton's own /metrics; tests/observability/test_dashboards.py runs
 each one against a real Prometheus scraping a running stack.
 """
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from hybridsearch.common.limits import MAX_DOC_ID_CHARS, MAX_METADATA_BYTES, MAX_METADATA_KEYS, MAX_VALUE_CHARS
-from hybridsearch.common.validation import FIELD_NAME
+from hybridsearch.contract.limits import MAX_DOC_ID_CHARS, MAX_METADATA_BYTES, MAX_METADATA_KEYS, MAX_VALUE_CHARS
+from hybridsearch.contract.validation import FIELD_NAME
 from hybridsearch.v1 import ingest_pb2
 
 # A character an id keeps as it is; every other one (whitespace, '#', '%', control characters, ...) is written

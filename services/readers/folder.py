@@ -21,7 +21,7 @@ from enum import Enum
 from fnmatch import fnmatch
 from pathlib import Path
 
-from hybridsearch.common.validation import InvalidArgument, check_document
+from hybridsearch.contract.validation import InvalidArgument, check_document
 from hybridsearch.readers.base import SourceFile
 from hybridsearch.readers.jsondocs import FieldMap
 from hybridsearch.readers.registry import READERS, Kind, ReaderMissing, reader

@@ -1,5 +1,5 @@
 """`hybridsearch keys rotate`: every record of a sealed collection sealed again with its active key, in both
-stores, without embedding anything again (common/sealing.py, docs/security.md "Sealed at rest").
+stores, without embedding anything again (security/sealing.py, docs/security.md "Sealed at rest").
 
 The scan is the cursor: each store lists its documents with the key ids their chunks are sealed with
 (StoredDocument.key_ids), and the documents left are exactly those under a key other than the active one.
@@ -11,7 +11,7 @@ place, and indexing costs no model). A document written after it was read is new
 active key: the store leaves it alone (ResealChunksRequest.expected_hashes). So a rotation killed at any
 point (`kill -9`) loses nothing, and the same command run again goes on from what is left.
 
-The collection is held meanwhile (common/holds.py), so a reconcile or a drop does not run under it; the hold
+The collection is held meanwhile (storage/holds.py), so a reconcile or a drop does not run under it; the hold
 of a killed rotation is taken over by the next one on the same host (or expires within holds.TTL_S).
 """
 
@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 
 import redis.asyncio as redis
 
-from hybridsearch.common.config import Settings
-from hybridsearch.common.hashed_terms import HashedTerms, hashes_terms
-from hybridsearch.common.holds import Holds
-from hybridsearch.common.sealing import CollectionSeal, Sealer
-from hybridsearch.common.server import internal_channel
+from hybridsearch.config.settings import Settings
+from hybridsearch.security.hashed_terms import HashedTerms, hashes_terms
+from hybridsearch.storage.holds import Holds
+from hybridsearch.security.sealing import CollectionSeal, Sealer
+from hybridsearch.runtime.server import internal_channel
 from hybridsearch.reconcile.plan import Store
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, vector_pb2_grpc
 
@@ -102,7 +102,7 @@ class Rotator:
         return {store: key_counts(await self.listing(store, collection)) for store in Store}
 
     async def run(self, collection: str, progress: Progress | None = None, max_batches: int = 0) -> Rotation:
-        """Reseals every document not under the active key, holding the collection (common.holds.Held when
+        """Reseals every document not under the active key, holding the collection (storage.holds.Held when
         someone else holds it); `max_batches` > 0 stops after that many batches (the rest on the next run)."""
         seal = self.sealer.of(collection)  # SealingError: not sealed, no key, or destroyed
         if seal is None:

@@ -2,7 +2,7 @@
 list both stores, plan (reconcile.plan), copy each repaired document's chunks from its source store to
 its target in batches, and report what was found and fixed.
 
-Each collection is held while it is reconciled (common/holds.py: a lease in the deployment's Redis), so the
+Each collection is held while it is reconciled (storage/holds.py: a lease in the deployment's Redis), so the
 gateway refuses to drop it meanwhile: a drop in the middle would be undone by the repair's copies. When
 Redis cannot be reached the run goes on unheld (a drop cannot run then either: it needs the hold) and its
 report says so."""
@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
-from hybridsearch.common.config import Settings
-from hybridsearch.common.holds import Holds
-from hybridsearch.common.hashed_terms import HashedTerms, hashes_terms
-from hybridsearch.common.sealing import Sealer
-from hybridsearch.gateway.aliases import Aliases
-from hybridsearch.common.server import insecure_channel
+from hybridsearch.config.settings import Settings
+from hybridsearch.storage.holds import Holds
+from hybridsearch.security.hashed_terms import HashedTerms, hashes_terms
+from hybridsearch.security.sealing import Sealer
+from hybridsearch.gateway.resources.aliases import Aliases
+from hybridsearch.runtime.server import insecure_channel
 from hybridsearch.reconcile.plan import Plan, Store, plan_repairs
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, vector_pb2_grpc
 
@@ -71,8 +71,8 @@ class Reconciler:
         return plan_repairs(bm25, vector), {"bm25": len(bm25), "vector": len(vector)}
 
     async def run(self, collection: str, dry_run: bool = False) -> Report:
-        """Reconciles one collection, holding it meanwhile; common.holds.Held when someone else holds it. An
-        alias (gateway/aliases.py): each generation its writes reach, the serving one's report answered (the
+        """Reconciles one collection, holding it meanwhile; storage.holds.Held when someone else holds it. An
+        alias (gateway/resources/aliases.py): each generation its writes reach, the serving one's report answered (the
         others' drift in `reingest` is theirs)."""
         async with self.holds.hold_if_reachable(collection, HOLDER, "reconcile") as held:
             stored = await self._stored(collection)

@@ -8,9 +8,9 @@ import numpy as np
 import tritonclient.grpc.aio as triton_grpc
 from opentelemetry.trace import SpanKind
 
-from hybridsearch.common import metrics
-from hybridsearch.common.config import RerankSettings
-from hybridsearch.common.telemetry import inject_headers, tracer
+from hybridsearch.runtime import metrics
+from hybridsearch.config.settings import RerankSettings
+from hybridsearch.runtime.telemetry import inject_headers, tracer
 
 MAX_PASSAGE_CHARS = 2000
 INFO_TTL_S = 30.0

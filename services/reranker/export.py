@@ -12,7 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
-from hybridsearch.common.models import ModelUnavailable, sha256_file, verify
+from hybridsearch.runtime.models import ModelUnavailable, sha256_file, verify
 
 SHIPPED = Path(__file__).parent / "model"
 SHIPPED_FILES = ("model.onnx", "tokenizer.json", "manifest.json")
@@ -48,7 +48,7 @@ def onnx_scorer(folder: Path, max_length: int, threads: int = 0):
 def export_trained(train_dir: Path, card: dict, validation: list[dict] | None = None) -> dict[str, dict]:
     """train_dir/onnx-fp32 and train_dir/onnx-int8, each with a manifest carrying the card and,
     with a validation set, its MRR@10 as ONNX Runtime computes it."""
-    from hybridsearch.common.onnx_export import export_cross_encoder, quantize_int8
+    from hybridsearch.runtime.onnx_export import export_cross_encoder, quantize_int8
     from hybridsearch.tools.train_reranker import mrr_at_10
 
     summary = {k: card[k] for k in ("name", "base", "data", "steps", "pairs_seen", "device", "train_minutes",

@@ -32,8 +32,8 @@ from pathlib import Path
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from hybridsearch.common.config import Settings
-from hybridsearch.common.models import ModelUnavailable
+from hybridsearch.config.settings import Settings
+from hybridsearch.runtime.models import ModelUnavailable
 from hybridsearch.reranker.triton import read_export, reranker_export_dir
 
 STEPS_SOURCE = Path(__file__).parent / "gpu_steps.py"

@@ -15,8 +15,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from hybridsearch.common.config import Settings
-from hybridsearch.common.models import ModelUnavailable, models_dir, verify
+from hybridsearch.config.settings import Settings
+from hybridsearch.runtime.models import ModelUnavailable, models_dir, verify
 
 TEMPLATE = Path(__file__).parent / "model_repository"
 

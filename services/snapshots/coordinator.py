@@ -1,7 +1,7 @@
 """Snapshots and restores of a collection across both stores, run by the gateway's SnapshotService.
 
 **Create.** The collection is held in Redis ("a snapshot": no drop, restore or reconcile meanwhile), and this
-gateway's writes of it are held (gateway/write_order.py, as a drop holds them) while each store takes its
+gateway's writes of it are held (gateway/ingest/write_order.py, as a drop holds them) while each store takes its
 state: tantivy links its committed segments, qdrant-edge flushes and copies its shard (StoreSnapshotsMixin).
 Both stores answer "taken"; the writes go on; the stores then write their files to the repository as
 content-addressed pieces, and the gateway writes the manifest last. Every write this gateway acknowledged
@@ -33,15 +33,15 @@ from datetime import datetime, timedelta, timezone
 import grpc
 from redis.exceptions import RedisError
 
-from hybridsearch.common.collections import collection_config
-from hybridsearch.common.config import Settings
-from hybridsearch.common.holds import Held, Holds
-from hybridsearch.common.sealing import KeysFile, keys_path
-from hybridsearch.common.stores import COLLECTION_RECORD
-from hybridsearch.common.validation import Refusal, check_collection, check_written_collection
+from hybridsearch.config.collections import collection_config
+from hybridsearch.config.settings import Settings
+from hybridsearch.storage.holds import Held, Holds
+from hybridsearch.security.sealing import KeysFile, keys_path
+from hybridsearch.storage.stores import COLLECTION_RECORD
+from hybridsearch.contract.validation import Refusal, check_collection, check_written_collection
 from hybridsearch.gateway.backends import Backends
-from hybridsearch.gateway.catalog import Catalog
-from hybridsearch.gateway.write_order import RESTORE_HOLDER, WriteOrder, restoring_key
+from hybridsearch.gateway.resources.catalog import Catalog
+from hybridsearch.gateway.ingest.write_order import RESTORE_HOLDER, WriteOrder, restoring_key
 from hybridsearch.snapshots.manifest import Manifest, ManifestError, Store, StoredFile, StorePart, parse, snapshot_id
 from hybridsearch.snapshots.repository import (
     MANIFESTS,

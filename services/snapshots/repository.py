@@ -22,7 +22,7 @@ from typing import Protocol
 
 import zstandard
 
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.snapshots.manifest import StoredFile
 
 PIECE_BYTES = 4 * 1024 * 1024

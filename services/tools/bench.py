@@ -14,7 +14,7 @@ from pathlib import Path
 from ranx import Qrels, Run, evaluate
 
 from hybridsearch.client import GatewayClient, NotFound
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.corpus import beir_corpus_file, read_documents
 from hybridsearch.tools.quality.calibration import answering, report as calibration_report
 from hybridsearch.v1 import common_pb2, search_pb2

@@ -118,7 +118,7 @@ def train(cfg: TrainConfig, progress=print, validation: list[dict] | None = None
     torch.manual_seed(cfg.seed)
     device = ("cuda" if torch.cuda.is_available() else "cpu") if cfg.device == "auto" else cfg.device
     if cfg.base_model is None:
-        from hybridsearch.common.models import minilm_dir
+        from hybridsearch.runtime.models import minilm_dir
 
         cfg.base_model = minilm_dir()
     base = cfg.base_model

@@ -16,7 +16,7 @@ from enum import Enum
 
 import numpy as np
 
-from hybridsearch.common.models import ModelUnavailable
+from hybridsearch.runtime.models import ModelUnavailable
 
 log = logging.getLogger(__name__)
 NAME = "multilingual-e5-small"

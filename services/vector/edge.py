@@ -5,7 +5,7 @@ filters and write semantics as the server path (`store.ChunkPointStore`), and th
 search settings: `collection_config`, `payload_indexes`, `search_params` and `qdrant_filter` build
 qdrant-client models, which `edge_config`, `edge_search_params` and `edge_filter` translate.
 
-Each shard's folder also holds its record (common/stores.py COLLECTION_RECORD), the collection's VectorSpace (its embedder and dimension):
+Each shard's folder also holds its record (storage/stores.py COLLECTION_RECORD), the collection's VectorSpace (its embedder and dimension):
 qdrant-edge leaves a file it does not know alone in a shard's folder (it creates, loads, writes and
 optimizes around it), so a drop removes the record with the shard and a snapshot (the folder copied,
 then renamed into place) carries it. Shards are created and loaded with their own dimension; a shard
@@ -39,9 +39,9 @@ import numpy as np
 import qdrant_edge as qe
 from qdrant_client import models
 
-from hybridsearch.common.config import VectorSettings
-from hybridsearch.common.stores import CollectionExists, EngineUnavailable, read_record, write_record
-from hybridsearch.common.validation import check_collection
+from hybridsearch.config.settings import VectorSettings
+from hybridsearch.storage.stores import CollectionExists, EngineUnavailable, read_record, write_record
+from hybridsearch.contract.validation import check_collection
 from hybridsearch.vector.store import (
     SCROLL_PAGE,
     UPSERT_BATCH,

@@ -30,7 +30,7 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from hybridsearch.common.models import ModelUnavailable, minilm_dir, models_dir, packaged_file, verify, zipped_model_dir
+from hybridsearch.runtime.models import ModelUnavailable, minilm_dir, models_dir, packaged_file, verify, zipped_model_dir
 from hybridsearch.vector import e5, static
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ class QueryEncoder:
         self.name, self.dim = name, self.session.dim
         self.normalise, normalisation = query_normaliser(self.session)
         # What makes two encoders' query vectors interchangeable (the query caches' key, vector/query_cache.py):
-        # the model files behind a name are pinned by sha256 (common/models.py), so the name stands for them.
+        # the model files behind a name are pinned by sha256 (runtime/models.py), so the name stands for them.
         self.identity = f"{name}|dim={self.dim}|max_len={max_seq_length}|role=query|l2|{normalisation}"
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)),
                                         thread_name_prefix="query-embed")

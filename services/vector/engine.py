@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from hybridsearch.common.stores import EngineStats, UpsertResult
+from hybridsearch.storage.stores import EngineStats, UpsertResult
 from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.store import VectorSpace
 

@@ -2,7 +2,7 @@
 neighbours, by how strong an edge, and how they rank for the query. Pure functions: the chunk store
 (vector/store.py) reads the payloads they take, the vector service scores the neighbours' chunks.
 
-Every chunk point carries its document's links (common/links.py, read at write): `links` (explicit
+Every chunk point carries its document's links (text/links.py, read at write): `links` (explicit
 target ids: Markdown links and the links metadata field), `wiki` ([[wiki]] keys) and `keys` (the keys a
 wiki link reaches the document by: its file name and its title). A neighbour of a seed is a document
 the seed links to (explicitly, or by a wiki key the document owns) or one that links to the seed (its

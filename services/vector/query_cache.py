@@ -11,7 +11,7 @@ Lookups go memory first, then one MGET for every text of a call the memory did n
 and its variants), then the model for what is still missing. Redis never fails or slows a search: each
 call is bounded by `vector.query_cache_timeout_s` (socket timeouts and no retries as well), an error makes
 the level skipped for BACKOFF_S after FAILURES_BEFORE_BACKOFF errors in a row, writes go in the
-background (a bounded number at once, each within WRITE_TIMEOUT_S). Every outcome is counted (common/metrics.py: QUERY_VECTOR_LOOKUPS, QUERY_VECTOR_WRITES).
+background (a bounded number at once, each within WRITE_TIMEOUT_S). Every outcome is counted (runtime/metrics.py: QUERY_VECTOR_LOOKUPS, QUERY_VECTOR_WRITES).
 
 Concurrent searches for the same new text (one query over several collections, retries) share one
 lookup and one model run: the first registers a future per key, the others wait on it; when the first
@@ -35,8 +35,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from hybridsearch.common import metrics
-from hybridsearch.common.config import Settings
+from hybridsearch.runtime import metrics
+from hybridsearch.config.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -21,16 +21,16 @@ from dataclasses import dataclass
 import grpc
 import numpy as np
 
-from hybridsearch.common.chunking import indexed_text
-from hybridsearch.common.config import Settings, get_settings
-from hybridsearch.common.server import internal_channel, serve
-from hybridsearch.common.limits import MAX_LEG_LIMIT, MAX_QUERY_CHARS
-from hybridsearch.common.store_servicer import StoreServicerMixin, StoreSnapshotsMixin, check_leg_search, check_metadata_fields, trim_texts
-from hybridsearch.common.collections import collection_config
-from hybridsearch.common.stores import UpsertResult, content_of, picked_metadata, span_of
-from hybridsearch.common.tags import query_keywords
-from hybridsearch.common.models import ModelUnavailable
-from hybridsearch.common.validation import (
+from hybridsearch.text.chunking import indexed_text
+from hybridsearch.config.settings import Settings, get_settings
+from hybridsearch.runtime.server import internal_channel, serve
+from hybridsearch.contract.limits import MAX_LEG_LIMIT, MAX_QUERY_CHARS
+from hybridsearch.storage.store_servicer import StoreServicerMixin, StoreSnapshotsMixin, check_leg_search, check_metadata_fields, trim_texts
+from hybridsearch.config.collections import collection_config
+from hybridsearch.storage.stores import UpsertResult, content_of, picked_metadata, span_of
+from hybridsearch.text.tags import query_keywords
+from hybridsearch.runtime.models import ModelUnavailable
+from hybridsearch.contract.validation import (
     InvalidArgument,
     Refusal,
     abort_invalid,

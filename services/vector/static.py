@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hybridsearch.common.models import ModelUnavailable, minilm_dir, models_dir, sha256_file, verify
+from hybridsearch.runtime.models import ModelUnavailable, minilm_dir, models_dir, sha256_file, verify
 
 log = logging.getLogger(__name__)
 NAME = "static-minilm"

@@ -27,9 +27,9 @@ import grpc
 import numpy as np
 from qdrant_client import AsyncQdrantClient, models
 
-from hybridsearch.common.config import VectorSettings, get_settings
+from hybridsearch.config.settings import VectorSettings, get_settings
 from hybridsearch.vector.beam import REFRESH_S, search_ef
-from hybridsearch.common.stores import (
+from hybridsearch.storage.stores import (
     CONTENT_FIELDS,
     SnapshotsUnsupported,
     unchanged_since,
@@ -43,9 +43,9 @@ from hybridsearch.common.stores import (
     stored_content,
     stored_documents,
 )
-from hybridsearch.common.links import extract_links, page_keys
-from hybridsearch.common.validation import Refusal, is_collection_name
-from hybridsearch.common.tags import matched, split_tags
+from hybridsearch.text.links import extract_links, page_keys
+from hybridsearch.contract.validation import Refusal, is_collection_name
+from hybridsearch.text.tags import matched, split_tags
 from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.neighbours import KEYS, LINK_FIELDS, LINKS, WIKI, EdgeWeights, neighbour_edges
 

@@ -6,7 +6,7 @@ import pytest
 
 from hybridsearch.bm25.embedded import EmbeddedBm25Engine
 from hybridsearch.bm25.tantivy_engine import TantivyBm25Engine
-from hybridsearch.common.chunking import content_hash
+from hybridsearch.text.chunking import content_hash
 from hybridsearch.v1 import common_pb2
 
 

@@ -6,8 +6,8 @@ import threading
 
 from hybridsearch.bm25.group_commit import GroupCommit
 from hybridsearch.bm25.tantivy_engine import Delete, TantivyBm25Engine, Upsert, _Collection
-from hybridsearch.common.chunking import content_hash
-from hybridsearch.common.stores import UpsertResult
+from hybridsearch.text.chunking import content_hash
+from hybridsearch.storage.stores import UpsertResult
 from hybridsearch.v1 import common_pb2
 
 

@@ -26,8 +26,8 @@ from hybridsearch.bm25.analyzer import STOPWORD_LISTS, EnglishAnalyzer
 from hybridsearch.bm25.embedded import EmbeddedBm25Engine
 from hybridsearch.bm25.opensearch import ANALYZER, OpenSearchBm25Engine, check_search_response
 from hybridsearch.bm25.service import Bm25Servicer
-from hybridsearch.common.stores import EngineUnavailable
-from hybridsearch.common.chunking import content_hash
+from hybridsearch.storage.stores import EngineUnavailable
+from hybridsearch.text.chunking import content_hash
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2
 
 # `hybridsearch bench` runs use 59200 (docs/opensearch.md); worktrees testing at once shift the port.
@@ -404,7 +404,7 @@ async def test_settings_select_and_configure_the_engine(monkeypatch):
     from pydantic import ValidationError
 
     from hybridsearch.bm25.service import build_engine
-    from hybridsearch.common.config import Settings
+    from hybridsearch.config.settings import Settings
 
     monkeypatch.setenv("HYBRIDSEARCH_BM25__ENGINE", "opensearch")
     monkeypatch.setenv("HYBRIDSEARCH_BM25__OPENSEARCH_URL", "http://user:secret@127.0.0.1:29209")
@@ -442,7 +442,7 @@ def test_a_declared_language_maps_onto_the_same_snowball_chain_and_auto_is_refus
 
 def test_an_auto_collection_on_opensearch_is_refused_at_start(monkeypatch):
     from hybridsearch.bm25.service import build_engine
-    from hybridsearch.common.config import Settings
+    from hybridsearch.config.settings import Settings
 
     monkeypatch.setenv("HYBRIDSEARCH_BM25__ENGINE", "opensearch")
     monkeypatch.setenv("HYBRIDSEARCH_COLLECTIONS", '{"notes": {"language": "auto"}}')
@@ -525,7 +525,7 @@ async def test_declared_fields_are_indexed_and_boosted_as_on_tantivy(engines, tm
 async def test_create_collection_keeps_the_declared_language_only(engines):
     """CreateCollection on OpenSearch: the declared language's index, idempotent; another language is the
     tantivy engine's (FAILED_PRECONDITION, before any request reaches the cluster)."""
-    from hybridsearch.common.validation import InvalidArgument, Refusal
+    from hybridsearch.contract.validation import InvalidArgument, Refusal
 
     remote, _ = engines()
     with pytest.raises(Refusal) as refused:

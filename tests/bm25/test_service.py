@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hybridsearch.bm25.service import build_engine
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 
 
 @pytest.fixture(autouse=True)
@@ -34,7 +34,7 @@ async def test_correct_over_grpc_and_its_bad_input(tmp_path):
 
     from loopback import refused, store_stub
     from hybridsearch.bm25.tantivy_engine import TantivyBm25Engine
-    from hybridsearch.common.limits import MAX_QUERY_CHARS
+    from hybridsearch.contract.limits import MAX_QUERY_CHARS
     from hybridsearch.v1 import bm25_pb2, common_pb2
 
     engine = TantivyBm25Engine(tmp_path, "porter", "en_plus")

@@ -20,8 +20,10 @@ import pytest
 import yaml
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from hybridsearch.common import legs, services
-from hybridsearch.common.config import Settings
+from hybridsearch.query import legs
+
+from hybridsearch.runtime import services
+from hybridsearch.config.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "hybridsearch"
@@ -228,8 +230,8 @@ async def test_the_generated_certificate_and_admin_key_work(helm, tmp_path):
     """The chart's own Secrets, used by the real code: mTLS on 127.0.0.1 and by Service name, the admin key."""
     import base64
 
-    from hybridsearch.common.apikeys import authenticate, parse_keys
-    from hybridsearch.common.tls import aio_channel, server_credentials
+    from hybridsearch.security.apikeys import authenticate, parse_keys
+    from hybridsearch.security.tls import aio_channel, server_credentials
 
     docs = render(helm)
     data = {d["metadata"]["name"].removeprefix(f"{RELEASE}-hybridsearch-"): d["data"] for d in docs if d["kind"] == "Secret"}
@@ -351,7 +353,7 @@ def test_schema_rejects_bad_values(helm, tmp_path, case):
 
 
 def test_schema_matches_the_settings():
-    """values.schema.json's `config` block is generated from services/common/config.py."""
+    """values.schema.json's `config` block is generated from services/config/settings.py."""
     result = subprocess.run(
         [sys.executable, str(REPO / "charts" / "tools" / "values_schema.py"), "--check"],
         capture_output=True,
@@ -627,7 +629,7 @@ def test_reconcile_dials_the_stores_with_the_internal_certificate(helm):
 
 
 def test_the_charts_python_services_are_the_service_table():
-    """The templates range over one list (_helpers.tpl's hybridsearch.pythonServices): services/common/services.py's."""
+    """The templates range over one list (_helpers.tpl's hybridsearch.pythonServices): services/runtime/services.py's."""
     helpers = (CHART / "templates" / "_helpers.tpl").read_text()
     listed = helpers.split('{{- define "hybridsearch.pythonServices" -}}', 1)[1].split("{{- end }}", 1)[0].split()
     assert tuple(listed) == services.NAMES

@@ -17,7 +17,7 @@ import pytest
 
 from stacks import gateway_client, running_stack, stack_env_on
 from hybridsearch.cli import SAMPLE_CORPUS
-from hybridsearch.common.models import ModelUnavailable, llm_model_path
+from hybridsearch.runtime.models import ModelUnavailable, llm_model_path
 from hybridsearch.corpus import read_folder
 from hybridsearch.v1 import common_pb2, search_pb2
 

@@ -15,8 +15,8 @@ import time
 import grpc
 import pytest
 
-from hybridsearch.common.chunking import content_hash
-from hybridsearch.common.server import insecure_channel
+from hybridsearch.text.chunking import content_hash
+from hybridsearch.runtime.server import insecure_channel
 from hybridsearch.tools.perf.load.calls import ChannelPool
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, ingest_pb2, vector_pb2_grpc
 

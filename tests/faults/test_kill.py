@@ -66,7 +66,7 @@ def test_kill_under_load(fault_stack, part):
 
 
 def test_no_retrieval_leg_is_unavailable_at_once(fault_stack):
-    from hybridsearch.common.access import gateway_channel
+    from hybridsearch.security.access import gateway_channel
     from hybridsearch.v1 import search_pb2_grpc
 
     # A channel without GatewayClient's retry policy: what the gateway answers, not what a patient client sees.

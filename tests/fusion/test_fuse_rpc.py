@@ -6,9 +6,9 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from hybridsearch.common import legs
-from hybridsearch.common.config import FusionSettings
-from hybridsearch.common.server import create_server
+from hybridsearch.query import legs
+from hybridsearch.config.settings import FusionSettings
+from hybridsearch.runtime.server import create_server
 from hybridsearch.fusion.params import params_from_settings, params_to_proto
 from hybridsearch.fusion.service import FusionServicer
 from hybridsearch.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc

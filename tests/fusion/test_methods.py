@@ -1,6 +1,6 @@
 import pytest
 
-from hybridsearch.common import legs
+from hybridsearch.query import legs
 from hybridsearch.fusion.methods import FusionMethod, FusionParams, Item, QueryKind, Ranking, fuse
 from hybridsearch.v1 import common_pb2
 
@@ -115,7 +115,7 @@ def test_rrf_leg_weights_scale_each_leg():
     assert fused["C"] == pytest.approx(2 * 0.5 / 61)  # leg weight times the variant weight
 
 
-# --- legs by the leg table (common.legs) --------------------------------------------------------------------
+# --- legs by the leg table (query.legs) --------------------------------------------------------------------
 
 UNKNOWN = 99  # a Leg value the enum does not name (proto3 enums are open) and no row of the leg table has
 

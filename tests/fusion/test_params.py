@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hybridsearch.common import legs
-from hybridsearch.common.config import FusionSettings
-from hybridsearch.common.validation import InvalidArgument
+from hybridsearch.query import legs
+from hybridsearch.config.settings import FusionSettings
+from hybridsearch.contract.validation import InvalidArgument
 from hybridsearch.fusion.methods import FusionMethod, FusionParams, Item, QueryKind, Ranking, fuse
 from hybridsearch.fusion.params import (
     METHOD_ENUM, params_from_proto, params_from_settings, params_to_proto, resolve_params,

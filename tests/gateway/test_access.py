@@ -16,9 +16,9 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 from stacks import running_stack, stack_env_on
 
 from hybridsearch.client import GatewayClient
-from hybridsearch.common import services
-from hybridsearch.common.apikeys import create_key
-from hybridsearch.common.tls import TlsFiles
+from hybridsearch.runtime import services
+from hybridsearch.security.apikeys import create_key
+from hybridsearch.security.tls import TlsFiles
 from hybridsearch.v1 import ingest_pb2, search_pb2
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(300)]
@@ -76,7 +76,7 @@ def test_the_launcher_made_the_admin_key_and_certificates(secure_stack):
 @pytest.fixture(scope="module")
 def tls_channel(secure_stack):
     """A TLS channel to the gateway that sends no key unless a call passes one."""
-    from hybridsearch.common.tls import sync_channel
+    from hybridsearch.security.tls import sync_channel
 
     with sync_channel(secure_stack.settings.endpoints.addr("gateway"), secure_stack.settings, internal=False) as channel:
         yield channel
@@ -147,7 +147,7 @@ def test_read_only_rights_and_a_tenant_sees_only_its_own_hits(secure_stack, tena
 
 async def test_asyncio_channels_of_the_load_generator_carry_the_key(secure_stack, tenants):
     """aio_gateway_channel (ChannelPool, the fault drill): TLS and the key on every call without metadata."""
-    from hybridsearch.common.access import aio_gateway_channel
+    from hybridsearch.security.access import aio_gateway_channel
     from hybridsearch.v1 import search_pb2_grpc
 
     address = secure_stack.settings.endpoints.addr("gateway")
@@ -188,7 +188,7 @@ def test_internal_services_require_a_client_certificate(secure_stack, service):
         assert code == grpc.StatusCode.UNAVAILABLE
     # A certificate the services' CA did not sign is refused too.
     stranger = secure_stack.settings.data_dir / "stranger"
-    from hybridsearch.common.tls import make_certificates
+    from hybridsearch.security.tls import make_certificates
 
     make_certificates(stranger)
     creds = grpc.ssl_channel_credentials(files.ca.read_bytes(), (stranger / "client.key").read_bytes(),

@@ -1,4 +1,4 @@
-"""Admission control (gateway.admission): the rule as a table, the estimate, the standing-queue test, and the
+"""Admission control (gateway.access.admission): the rule as a table, the estimate, the standing-queue test, and the
 admission object under fake service times (asyncio sleeps, no stack): bounded in flight, FIFO, nothing
 leaks, a burst that fits its deadlines admitted whole, what cannot fit shed at once, a standing queue cut."""
 
@@ -10,8 +10,8 @@ import statistics
 
 import pytest
 
-from hybridsearch.common import metrics
-from hybridsearch.gateway.admission import (ADMIT, QUEUE, REASONS, SHED, Admission, Overloaded, ServiceTimes,
+from hybridsearch.runtime import metrics
+from hybridsearch.gateway.access.admission import (ADMIT, QUEUE, REASONS, SHED, Admission, Overloaded, ServiceTimes,
                                             StandingQueue, decide, expected_wait)
 
 MS = 0.001

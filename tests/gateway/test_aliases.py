@@ -1,4 +1,4 @@
-"""Alias records (gateway/aliases.py) in a real Redis: the generations a write goes to, switches and their
+"""Alias records (gateway/resources/aliases.py) in a real Redis: the generations a write goes to, switches and their
 refusals, and updates from several gateways at once none of which is lost."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import asyncio
 import pytest
 import redis.asyncio as redis
 
-from hybridsearch.common.validation import InvalidArgument, Refusal, check_collection, check_written_collection, split_generation
-from hybridsearch.gateway.aliases import Alias, Aliases, Generation, Role, written_names
-from hybridsearch.gateway.reindex import switched
+from hybridsearch.contract.validation import InvalidArgument, Refusal, check_collection, check_written_collection, split_generation
+from hybridsearch.gateway.resources.aliases import Alias, Aliases, Generation, Role, written_names
+from hybridsearch.gateway.resources.reindex import switched
 from stacks import scratch_redis
 
 

@@ -1,4 +1,4 @@
-"""The gateway's API-key interceptor (gateway/auth.py) in a real gRPC server on loopback, with servicers
+"""The gateway's API-key interceptor (gateway/access/auth.py) in a real gRPC server on loopback, with servicers
 that only record what reached them: one key, every collection a request touches, every message of a
 stream. tests/gateway/test_access.py and test_tenant_isolation.py run the same checks on the whole stack."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from hybridsearch.common.apikeys import AuthError, KeyStore, create_key, parse_entry
-from hybridsearch.gateway.auth import ApiKeyInterceptor, authorization, refusal
-from hybridsearch.gateway.paging import PageTokens, request_digest
+from hybridsearch.security.apikeys import AuthError, KeyStore, create_key, parse_entry
+from hybridsearch.gateway.access.auth import ApiKeyInterceptor, authorization, refusal
+from hybridsearch.gateway.query.paging import PageTokens, request_digest
 from hybridsearch.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
 
 DENIED, UNAUTH, INVALID = (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED,

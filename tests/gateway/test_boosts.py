@@ -1,9 +1,9 @@
-"""Metadata boosts and demotions (gateway.boosts): at fusion, and after rerank capped at 1.0."""
+"""Metadata boosts and demotions (gateway.query.boosts): at fusion, and after rerank capped at 1.0."""
 
 import pytest
 
-from hybridsearch.common.collections import MetadataBoost
-from hybridsearch.gateway.boosts import FUSION, RERANK, boost_final, boost_fused, matching
+from hybridsearch.config.collections import MetadataBoost
+from hybridsearch.gateway.query.boosts import FUSION, RERANK, boost_final, boost_fused, matching
 from hybridsearch.v1 import common_pb2, fusion_pb2, ingest_pb2, search_pb2
 
 DECISION = MetadataBoost(field="type", value="decision", fusion=1.3, rerank=1.25)
@@ -118,11 +118,11 @@ def test_across_collections_each_boost_names_the_collection_whose_hit_it_moved(g
     applied = {(b.collection, b.doc_id, b.stage) for b in response.explain.boosts}
     assert {("boosted", "c-decision", FUSION), ("boosted", "a-done", FUSION)} <= applied
     assert {c for c, _, _ in applied} == {"boosted"}
-    # The twins' text is one content (gateway.fanout keeps it once): the boosted collection's lifted copy.
+    # The twins' text is one content (gateway.query.fanout keeps it once): the boosted collection's lifted copy.
     assert (response.hits[0].collection, response.hits[0].doc_id) == ("boosted", "c-decision")
 
 
-# A hit that a boost lifts into the page from below the legs' text depth (gateway.texts): it came without
+# A hit that a boost lifts into the page from below the legs' text depth (gateway.query.texts): it came without
 # its text, and the gateway reads it from the store before showing it.
 LIFTED_DOCS = [
     *(ingest_pb2.Document(id=f"lantern-{i}", title=f"Lantern {i}", text="Zephyr quokka lantern.") for i in range(3)),

@@ -1,4 +1,4 @@
-"""Calibrated scores (gateway.calibration): the scale, its range, its monotonicity, reranked or not, display."""
+"""Calibrated scores (gateway.query.calibration): the scale, its range, its monotonicity, reranked or not, display."""
 
 import random
 
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hybridsearch.fusion.methods import FusionMethod, FusionParams, Item, QueryKind, Ranking, fuse
-from hybridsearch.gateway.calibration import (
+from hybridsearch.gateway.query.calibration import (
     NO_EVIDENCE, SYNTHETIC_CAP, SYNTHETIC_LOW, belief, evidence_share, hit_cosine, non_increasing, own_score,
     own_scores, scale_of,
 )

@@ -1,4 +1,4 @@
-"""Which collections exist (gateway/catalog.py): a collection a restore is moving in is missing on every look,
+"""Which collections exist (gateway/resources/catalog.py): a collection a restore is moving in is missing on every look,
 however often it is asked for, and an alias exists as its serving generation. Real Redis; stores stood in by
 objects answering ListCollections as the store services do."""
 
@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import redis.asyncio as aioredis
 
-from hybridsearch.common.config import Settings
-from hybridsearch.gateway.aliases import Alias, Aliases, Generation
-from hybridsearch.gateway.catalog import Catalog
-from hybridsearch.gateway.write_order import restoring_key
+from hybridsearch.config.settings import Settings
+from hybridsearch.gateway.resources.aliases import Alias, Aliases, Generation
+from hybridsearch.gateway.resources.catalog import Catalog
+from hybridsearch.gateway.ingest.write_order import restoring_key
 from hybridsearch.v1 import stores_pb2
 from stacks import scratch_redis
 

@@ -1,4 +1,4 @@
-"""A document put back together from its chunks (gateway/documents.py): the chunker's own output in,
+"""A document put back together from its chunks (gateway/resources/documents.py): the chunker's own output in,
 the document's words, headings and each chunk's span out."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hybridsearch.gateway.documents import assemble, heading_line
-from hybridsearch.gateway.ingest import document_chunks
+from hybridsearch.gateway.resources.documents import assemble, heading_line
+from hybridsearch.gateway.ingest.servicer import document_chunks
 from hybridsearch.v1 import ingest_pb2
 
 

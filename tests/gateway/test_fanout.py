@@ -2,10 +2,10 @@
 
 import pytest
 
-from hybridsearch.common.config import Settings
-from hybridsearch.common.validation import InvalidArgument
-from hybridsearch.gateway.fanout import MERGE_RRF_K, content_key, key, merge, split_key
-from hybridsearch.gateway.request import MAX_COLLECTIONS, plan_search
+from hybridsearch.config.settings import Settings
+from hybridsearch.contract.validation import InvalidArgument
+from hybridsearch.gateway.query.fanout import MERGE_RRF_K, content_key, key, merge, split_key
+from hybridsearch.gateway.query.request import MAX_COLLECTIONS, plan_search
 from hybridsearch.v1 import fusion_pb2, search_pb2
 
 
@@ -74,9 +74,9 @@ def run_fan_out(answers: dict[str, bool]):
     """fan_out over collections whose retrieval answers (True) or has no leg answer (False)."""
     import asyncio
 
-    from hybridsearch.gateway.fanout import fan_out
-    from hybridsearch.gateway.pool import Pool
-    from hybridsearch.gateway.report import FAILED, OK, Report
+    from hybridsearch.gateway.query.fanout import fan_out
+    from hybridsearch.gateway.query.pool import Pool
+    from hybridsearch.gateway.query.report import FAILED, OK, Report
 
     async def retrieve(part, report):
         if not answers[part.collection]:

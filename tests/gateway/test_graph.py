@@ -6,13 +6,13 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from hybridsearch.common.collections import CollectionConfig
-from hybridsearch.common.config import Settings
+from hybridsearch.config.collections import CollectionConfig
+from hybridsearch.config.settings import Settings
 from hybridsearch.corpus import read_documents
 from hybridsearch.fusion.methods import FusionMethod, FusionParams, Item, Ranking, fuse
-from hybridsearch.gateway.graph import GraphLeg, keep_chunks, neighbours, seeds
-from hybridsearch.gateway.report import Report
-from hybridsearch.gateway.request import plan_search
+from hybridsearch.gateway.query.graph import GraphLeg, keep_chunks, neighbours, seeds
+from hybridsearch.gateway.query.report import Report
+from hybridsearch.gateway.query.request import plan_search
 from hybridsearch.v1 import common_pb2, fusion_pb2, ingest_pb2, search_pb2, vector_pb2, vector_pb2_grpc
 
 OK, SKIPPED, FAILED = search_pb2.LEG_STATE_OK, search_pb2.LEG_STATE_SKIPPED, search_pb2.LEG_STATE_FAILED
@@ -80,7 +80,7 @@ class Plan:
 
 
 class Runner:
-    """Stands in for gateway.legs.runner.LegRunner: records the leg it was asked to run, answers `answer`."""
+    """Stands in for gateway.query.legs.runner.LegRunner: records the leg it was asked to run, answers `answer`."""
 
     def __init__(self, answer) -> None:
         self.answer, self.calls = answer, []

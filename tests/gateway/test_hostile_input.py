@@ -24,9 +24,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from stacks import gateway_client, running_stack, stack_env_on
 
-from hybridsearch.common import legs, services
-from hybridsearch.common.access import gateway_channel
-from hybridsearch.common.limits import (
+from hybridsearch.query import legs
+
+from hybridsearch.runtime import services
+from hybridsearch.security.access import gateway_channel
+from hybridsearch.contract.limits import (
     MAX_DELETE_IDS,
     MAX_DOC_ID_CHARS,
     MAX_DOCUMENTS,
@@ -52,7 +54,7 @@ STREAM = "/hybridsearch.v1.IngestService/UpsertStream"
 DELETE = "/hybridsearch.v1.IngestService/Delete"
 STATS = "/hybridsearch.v1.IngestService/Stats"
 # A search or the stats of a well-formed collection name that no store holds is NOT_FOUND naming it
-# (gateway/catalog.py).
+# (gateway/resources/catalog.py).
 ALLOWED_BY_RPC = {rpc: ALLOWED | {grpc.StatusCode.NOT_FOUND} for rpc in (SEARCH, STATS)}
 BAD_UTF8 = b"\x0a\x02\xff\xfe"  # field 1, a string in every request, holding invalid UTF-8
 CASES = int(os.environ.get("HYBRIDSEARCH_FUZZ_CASES", "2000"))
@@ -237,7 +239,7 @@ def test_a_filter_selects_the_same_documents_on_both_legs(channel, indexed, flt)
 
 
 def _selects(flt, metadata):
-    from hybridsearch.common.validation import matches_filters
+    from hybridsearch.contract.validation import matches_filters
 
     return matches_filters(metadata, [flt])
 

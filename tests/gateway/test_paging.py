@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from hybridsearch.common.validation import InvalidArgument
-from hybridsearch.gateway.paging import MAX_TOKEN_CHARS, PageTokens, request_digest, token_collections
-from hybridsearch.gateway.request import MAX_COLLECTIONS
+from hybridsearch.contract.validation import InvalidArgument
+from hybridsearch.gateway.query.paging import MAX_TOKEN_CHARS, PageTokens, request_digest, token_collections
+from hybridsearch.gateway.query.request import MAX_COLLECTIONS
 from hybridsearch.v1 import search_pb2
 
 TOKENS = PageTokens(b"s" * 32, ttl_s=600)

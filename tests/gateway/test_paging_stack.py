@@ -13,7 +13,7 @@ import redis
 from hybridsearch.cli import SAMPLE_CORPUS
 from hybridsearch.client import InvalidArgument, document
 from hybridsearch.corpus import read_folder
-from hybridsearch.gateway.paging import KEY_PREFIX
+from hybridsearch.gateway.query.paging import KEY_PREFIX
 
 pytestmark = pytest.mark.stack
 COLLECTION = "paging"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
-from hybridsearch.gateway.previews import (
+from hybridsearch.gateway.query.previews import (
     _analysed,
     _candidates,
     result_counts,

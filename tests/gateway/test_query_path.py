@@ -1,4 +1,4 @@
-"""The query path's orchestration without a stack: gateway.search.QueryPath over in-process stand-ins of
+"""The query path's orchestration without a stack: gateway.query.search.QueryPath over in-process stand-ins of
 the leg services, expansion, fusion and Triton. Each rule of the path, one test: a failed leg degrades,
 no leg answering is no answer, a late leg is cut and reported (each round judged against its like), a
 failed fusion service falls back in-process, a failed reranker leaves the fused order, a deadline that
@@ -13,7 +13,7 @@ import grpc
 import pytest
 from query_standins import Call, Fusion, Reranker, backends, expansion, leg_answer, rpc_error, run, settings
 
-from hybridsearch.gateway.report import FAILED, OK, SKIPPED, Report
+from hybridsearch.gateway.query.report import FAILED, OK, SKIPPED, Report
 from hybridsearch.v1 import common_pb2, expansion_pb2
 
 ORIGINAL, HYDE = common_pb2.QUERY_KIND_ORIGINAL, common_pb2.QUERY_KIND_HYDE
@@ -48,7 +48,7 @@ async def test_no_leg_answering_is_no_answer():
 
 
 async def test_a_leg_that_reports_invalid_argument_is_the_requests_fault():
-    from hybridsearch.common.validation import InvalidArgument
+    from hybridsearch.contract.validation import InvalidArgument
     with pytest.raises(InvalidArgument, match="bm25: bad filter"):
         await run(backends(bm25=Call(error=rpc_error(grpc.StatusCode.INVALID_ARGUMENT, "bad filter"))), effort=FAST)
 
@@ -188,7 +188,7 @@ async def test_without_the_batch_window_variants_are_a_second_round():
 
 
 async def test_thorough_fuses_balanceds_feedback_variants_and_the_llms_hyde():
-    """THOROUGH's row (common.effort): PRF's variants, as BALANCED fuses them, and the LLM's HyDE passage; the
+    """THOROUGH's row (query.effort): PRF's variants, as BALANCED fuses them, and the LLM's HyDE passage; the
     LLM's own rewrites are dropped (they lost to PRF's: docs/quality.md "THOROUGH's policy")."""
     from query_standins import Stub
 
@@ -217,7 +217,7 @@ async def test_a_leg_that_takes_no_variants_does_not_wait_for_expansion(monkeypa
 
     from query_standins import settings
 
-    from hybridsearch.gateway.legs import registry
+    from hybridsearch.gateway.query.legs import registry
 
     started: dict[str, float] = {}
 

@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from hybridsearch.client import GatewayClient, HybridSearchError, document
-from hybridsearch.gateway.aliases import ALIASES_KEY
+from hybridsearch.gateway.resources.aliases import ALIASES_KEY
 from hybridsearch.v1 import aliases_pb2, common_pb2
 from stacks import client_environment, store_call
 

@@ -1,8 +1,8 @@
 import pytest
 
-from hybridsearch.common.config import Settings
-from hybridsearch.common.validation import InvalidArgument
-from hybridsearch.gateway.request import plan_search
+from hybridsearch.config.settings import Settings
+from hybridsearch.contract.validation import InvalidArgument
+from hybridsearch.gateway.query.request import plan_search
 from hybridsearch.v1 import common_pb2, search_pb2
 
 

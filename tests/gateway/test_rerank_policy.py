@@ -1,11 +1,11 @@
-"""The rerank decision, rule by rule (gateway.rerank_policy)."""
+"""The rerank decision, rule by rule (gateway.query.rerank_policy)."""
 
 from __future__ import annotations
 
 import pytest
 
-from hybridsearch.common.config import RerankSettings
-from hybridsearch.gateway.rerank_policy import ModelInfo, decide_rerank, needs_model, pool_bound
+from hybridsearch.config.settings import RerankSettings
+from hybridsearch.gateway.query.rerank_policy import ModelInfo, decide_rerank, needs_model, pool_bound
 from hybridsearch.v1 import common_pb2, search_pb2
 
 FAST, BALANCED, THOROUGH = common_pb2.EFFORT_FAST, common_pb2.EFFORT_BALANCED, common_pb2.EFFORT_THOROUGH

@@ -1,6 +1,6 @@
 """Collections and documents as resources through the real gateway, keys on (the stack's admin key):
 GetDocuments, ListCollections, DropCollection (both stores, Redis entries, holds), searches of collections
-that do not exist, and the CLI commands over them (gateway/collections.py and the modules it calls)."""
+that do not exist, and the CLI commands over them (gateway/resources/collections.py and the modules it calls)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import redis.asyncio as aioredis
 from stacks import client_environment
 
 from hybridsearch.client import FailedPrecondition, InvalidArgument, NotFound, document
-from hybridsearch.common.holds import Holds
+from hybridsearch.storage.holds import Holds
 from hybridsearch.expansion.cache import collection_pattern as expansion_pattern
-from hybridsearch.gateway.paging import collection_pattern as order_pattern
+from hybridsearch.gateway.query.paging import collection_pattern as order_pattern
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(600)]
 DOCS, OTHER = "res-docs", "res-other"

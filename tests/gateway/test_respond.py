@@ -1,4 +1,4 @@
-"""The answer's calibrated scores (gateway.respond.Responder.calibrated): the candidates measured together give
+"""The answer's calibrated scores (gateway.query.respond.Responder.calibrated): the candidates measured together give
 each hit the score the per-hit measure (calibration.own_score) gives it, over one collection or several, with
 boosts at both stages, reranked or not."""
 
@@ -7,16 +7,16 @@ import random
 
 import pytest
 
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.fusion.service import fuse_proto
-from hybridsearch.gateway.boosts import FUSION, RERANK, capped, factors
-from hybridsearch.gateway.calibration import non_increasing, own_score, scale_of
-from hybridsearch.gateway.keys import key, split_key
-from hybridsearch.gateway.pool import MergedPool, Pool
-from hybridsearch.gateway.request import plan_search
-from hybridsearch.gateway.rerank import Reranked
-from hybridsearch.gateway.respond import Responder
-from hybridsearch.gateway.texts import StoredTexts
+from hybridsearch.gateway.query.boosts import FUSION, RERANK, capped, factors
+from hybridsearch.gateway.query.calibration import non_increasing, own_score, scale_of
+from hybridsearch.gateway.query.keys import key, split_key
+from hybridsearch.gateway.query.pool import MergedPool, Pool
+from hybridsearch.gateway.query.request import plan_search
+from hybridsearch.gateway.query.rerank import Reranked
+from hybridsearch.gateway.query.respond import Responder
+from hybridsearch.gateway.query.texts import StoredTexts
 from hybridsearch.reranker.blend import fusion_weight
 from hybridsearch.v1 import common_pb2, search_pb2
 from query_standins import backends

@@ -1,4 +1,4 @@
-"""Which collections a request touches (gateway/scope.py): the descriptor walk that keeps the table
+"""Which collections a request touches (gateway/access/scope.py): the descriptor walk that keeps the table
 complete as the API grows, and the reading of each kind of field."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import hybridsearch.v1
-from hybridsearch.common.validation import InvalidArgument
-from hybridsearch.gateway.auth import METHOD_OPERATIONS, PUBLIC_SERVICES
-from hybridsearch.gateway.paging import PageTokens, request_digest
-from hybridsearch.gateway.scope import SCOPE, Naming, Unscoped, collections_of, uncovered_fields
+from hybridsearch.contract.validation import InvalidArgument
+from hybridsearch.gateway.access.auth import METHOD_OPERATIONS, PUBLIC_SERVICES
+from hybridsearch.gateway.query.paging import PageTokens, request_digest
+from hybridsearch.gateway.access.scope import SCOPE, Naming, Unscoped, collections_of, uncovered_fields
 from hybridsearch.v1 import aliases_pb2, collections_pb2, common_pb2, ingest_pb2, search_pb2, snapshots_pb2
 
 
@@ -88,7 +88,7 @@ def test_a_new_uncovered_field_fails_the_walk():
 
 
 def test_rows_of_nested_messages_are_read_through_lists_and_maps(monkeypatch):
-    from hybridsearch.gateway import scope
+    from hybridsearch.gateway.access import scope
 
     request_type = synthetic_request()
     monkeypatch.setitem(SCOPE, "synthetic.CopyRequest", ())

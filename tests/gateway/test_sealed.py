@@ -1,4 +1,4 @@
-"""Sealed at rest through the real stack (issue 26; gateway/sealed.py, common/sealing.py): a sealed collection
+"""Sealed at rest through the real stack (issue 26; gateway/query/sealed.py, security/sealing.py): a sealed collection
 is written and searched (the right answer, readable previews, titles and tags, filters, the tag leg, boosts,
 paging, expansion; hits' metadata, path, citations and context chunks opened for the page), read back whole
 (GetDocuments opens it) and dropped, a sealed collection without its key and a wrong key fail with
@@ -24,9 +24,9 @@ from stacks import STACK_ENV, redis_at_rest, running_stack, stack_env_on
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.client import GatewayClient
 from hybridsearch.client.errors import FailedPrecondition, NotFound
-from hybridsearch.common.sealing import create_collection_key
+from hybridsearch.security.sealing import create_collection_key
 from hybridsearch.expansion import cache as expansion_cache
-from hybridsearch.gateway import paging
+from hybridsearch.gateway.query import paging
 from hybridsearch.v1 import common_pb2, ingest_pb2, search_pb2
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(900)]

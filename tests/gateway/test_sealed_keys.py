@@ -1,5 +1,5 @@
 """A sealed collection's key lifecycle through the real stack and the real CLI (issue 26; cli/sealing.py,
-reconcile/rotate.py, common/sealing.py): `keys rotate` stopped after a few batches leaves records under two
+reconcile/rotate.py, security/sealing.py): `keys rotate` stopped after a few batches leaves records under two
 keys and every filter, the tag leg and boosts still match every document; a rotation killed with SIGKILL
 after its first batch finishes when run again, nothing lost, every record of both stores read back under the
 new key; `keys retire` refuses a key in use and removes it once unused. `keys destroy`: the search right
@@ -23,7 +23,7 @@ from test_sealed import files_holding, sealed_stack, stored_records
 
 from hybridsearch.client import GatewayClient
 from hybridsearch.client.errors import FailedPrecondition, NotFound
-from hybridsearch.common.sealing import KeysFile
+from hybridsearch.security.sealing import KeysFile
 from hybridsearch.reconcile.plan import Store
 from hybridsearch.reconcile.rotate import Rotator
 from hybridsearch.v1 import common_pb2, ingest_pb2, search_pb2

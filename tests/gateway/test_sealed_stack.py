@@ -1,4 +1,4 @@
-"""Sealed collections beside others and under repair, through the real stack (issue 26; gateway/sealed.py,
+"""Sealed collections beside others and under repair, through the real stack (issue 26; gateway/query/sealed.py,
 reconcile/run.py): several collections in one query (two sealed with keys of their own and a plain one) give
 each collection's right hits, each opened with its own key, and an explain that names a sealed boost by its
 keyed hash and holds none of a sealed collection's texts, titles, tags or metadata values; a sealed collection
@@ -17,7 +17,7 @@ from stacks import store_call
 from test_sealed import DECLARED, Words, sealed_stack, search
 
 from hybridsearch.client import GatewayClient
-from hybridsearch.common.sealing import Sealer
+from hybridsearch.security.sealing import Sealer
 from hybridsearch.v1 import common_pb2
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(900)]

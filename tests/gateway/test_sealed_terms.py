@@ -1,4 +1,4 @@
-"""Hashed terms through the real stack (issue 26; `sealed_terms: hashed`, common/hashed_terms.py): a sealed
+"""Hashed terms through the real stack (issue 26; `sealed_terms: hashed`, security/hashed_terms.py): a sealed
 collection whose BM25 index holds keyed hashes of its terms answers like a clear one (a unique word, a
 stemmed variant of a word, filters, the tag leg, boosts, expansion and paging), says that typo tolerance is
 unavailable when a request asks for it, and once the stack has stopped no file under the data dir (the BM25
@@ -19,8 +19,8 @@ from test_sealed import DECLARED, Words, files_holding, sealed_stack, search, st
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.client import GatewayClient
-from hybridsearch.common.hashed_terms import TERM, TERM_HEX
-from hybridsearch.common.sealing import Sealer
+from hybridsearch.security.hashed_terms import TERM, TERM_HEX
+from hybridsearch.security.sealing import Sealer
 from hybridsearch.v1 import common_pb2, ingest_pb2, search_pb2
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(900)]

@@ -12,7 +12,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
 from hybridsearch.cli import SAMPLE_CORPUS
-from hybridsearch.common import services
+from hybridsearch.runtime import services
 from hybridsearch.corpus import read_folder
 from hybridsearch.v1 import common_pb2, fusion_pb2, ingest_pb2, search_pb2
 
@@ -283,7 +283,7 @@ def test_a_leg_down_gives_a_degraded_answer(gateway, stack, sample, down, alive)
 def test_the_expansion_service_answers_a_failed_bm25_probe_with_its_status_never_unknown(stack, sample):
     import asyncio
 
-    from hybridsearch.common.server import insecure_channel
+    from hybridsearch.runtime.server import insecure_channel
     from hybridsearch.v1 import expansion_pb2, expansion_pb2_grpc
 
     async def expand() -> grpc.StatusCode:
@@ -346,7 +346,7 @@ def test_grpcurl_reaches_the_gateway_through_reflection(stack, sample):
     import json
     import subprocess
 
-    from hybridsearch.common.access import api_key
+    from hybridsearch.security.access import api_key
 
     address = stack.settings.endpoints.addr("gateway")
     key = ["-H", f"authorization: Bearer {api_key(stack.settings)}"]  # the admin key `serve all` made

@@ -16,7 +16,7 @@ import pytest
 from stacks import running_stack, stack_env_on
 
 from hybridsearch.client import GatewayClient, explain_lines
-from hybridsearch.common.apikeys import create_key
+from hybridsearch.security.apikeys import create_key
 from hybridsearch.v1 import ingest_pb2, search_pb2, search_pb2_grpc
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(600)]

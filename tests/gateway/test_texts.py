@@ -1,13 +1,13 @@
-"""How deep the legs send texts (gateway.texts) and the servicers' trimming (common.store_servicer)."""
+"""How deep the legs send texts (gateway.query.texts) and the servicers' trimming (storage.store_servicer)."""
 
 from __future__ import annotations
 
 import pytest
 
-from hybridsearch.common.config import Settings
-from hybridsearch.common.store_servicer import trim_texts
-from hybridsearch.gateway.request import SearchPlan
-from hybridsearch.gateway.texts import MARGIN, text_depth
+from hybridsearch.config.settings import Settings
+from hybridsearch.storage.store_servicer import trim_texts
+from hybridsearch.gateway.query.request import SearchPlan
+from hybridsearch.gateway.query.texts import MARGIN, text_depth
 from hybridsearch.fusion.params import FusionParams
 from hybridsearch.v1 import common_pb2
 

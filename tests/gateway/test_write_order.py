@@ -1,4 +1,4 @@
-"""Writes and drops of one collection in one order (gateway/write_order.py), against a real redis-server, with
+"""Writes and drops of one collection in one order (gateway/ingest/write_order.py), against a real redis-server, with
 two gateways (two WriteOrders on one Redis) and two stores whose calls the test interleaves by hand: the
 interleavings that lost acknowledged writes before (the drop between a write's two store calls) end with
 the write whole in both stores or refused, never half."""
@@ -12,10 +12,10 @@ import grpc
 import pytest
 import redis.asyncio as aioredis
 
-from hybridsearch.common.holds import Holds
-from hybridsearch.common.validation import Refusal
-from hybridsearch.gateway.aliases import Alias, Aliases, Generation
-from hybridsearch.gateway.write_order import DROP_HOLDER, WriteOrder, epoch_key
+from hybridsearch.storage.holds import Holds
+from hybridsearch.contract.validation import Refusal
+from hybridsearch.gateway.resources.aliases import Alias, Aliases, Generation
+from hybridsearch.gateway.ingest.write_order import DROP_HOLDER, WriteOrder, epoch_key
 from stacks import scratch_redis
 
 DOCS = {"a", "b", "c"}
@@ -54,7 +54,7 @@ class Stores:
 
 
 async def drop_from(order: WriteOrder, client, stores: Stores, collection: str = "c") -> None:
-    """What gateway/drop.py does around the stores: the hold, then the order."""
+    """What gateway/resources/drop.py does around the stores: the hold, then the order."""
     async with Holds(client).hold(collection, DROP_HOLDER), order.dropping(collection):
         stores.drop()
 

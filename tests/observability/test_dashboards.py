@@ -15,7 +15,7 @@ import httpx
 import pytest
 from otel_helpers import METRICS_PORT, TRITON_METRICS_PORT, wait_for
 
-from hybridsearch.common.metrics import METRICS_PORT_OFFSETS
+from hybridsearch.runtime.metrics import METRICS_PORT_OFFSETS
 from hybridsearch.observability.dashboards import build_dashboards, panel_queries
 from hybridsearch.v1 import common_pb2, search_pb2
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 from otel_helpers import new_traceparent, wait_for
 
-from hybridsearch.common import services
+from hybridsearch.runtime import services
 from hybridsearch.v1 import search_pb2
 
 pytestmark = pytest.mark.stack

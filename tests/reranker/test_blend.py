@@ -32,7 +32,7 @@ def test_floor_rescues_literal_matches_and_score_floor_drops_noise():
 
 
 def test_bands_from_settings():
-    from hybridsearch.common.config import Settings
+    from hybridsearch.config.settings import Settings
 
     cfg = Settings(rerank={"bands": [(5, 0.9)], "tail_fusion_weight": 0.7}).rerank
     bands = tuple(cfg.bands)
@@ -46,7 +46,7 @@ def test_bands_from_settings():
 def test_bad_bands_are_refused(bands):
     from pydantic import ValidationError
 
-    from hybridsearch.common.config import Settings
+    from hybridsearch.config.settings import Settings
 
     with pytest.raises(ValidationError, match="ascending ranks"):
         Settings(rerank={"bands": bands})

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from hybridsearch.common.models import ModelUnavailable, minilm_dir, sha256_file
+from hybridsearch.runtime.models import ModelUnavailable, minilm_dir, sha256_file
 from hybridsearch.reranker.export import check_pins, export_trained, onnx_scorer
 
 

@@ -20,8 +20,8 @@ from google.protobuf import text_format
 from tokenizers import Tokenizer
 from tritonclient.grpc import model_config_pb2 as mc
 
-from hybridsearch.common.config import RerankSettings, Settings
-from hybridsearch.common.models import ModelUnavailable, sha256_file
+from hybridsearch.config.settings import RerankSettings, Settings
+from hybridsearch.runtime.models import ModelUnavailable, sha256_file
 from hybridsearch.reranker.export import install_shipped, onnx_scorer
 from hybridsearch.reranker.gpu_repository import STEPS_SOURCE, GpuOptions, build_gpu_repository
 from hybridsearch.reranker.triton import TEMPLATE, build_repository, triton_command
@@ -176,7 +176,7 @@ def test_cli_writes_the_repository(settings, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from hybridsearch.cli import app
-    from hybridsearch.common.config import get_settings
+    from hybridsearch.config.settings import get_settings
 
     monkeypatch.setenv("HYBRIDSEARCH_DATA_DIR", str(settings.data_dir))
     monkeypatch.setenv("HYBRIDSEARCH_MODELS_DIR", str(settings.models_dir))

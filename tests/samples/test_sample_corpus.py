@@ -10,7 +10,7 @@ import re
 import pytest
 
 from hybridsearch.cli import SAMPLE_CORPUS
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 
 S = Settings()
 BANDS = dict(S.rerank.bands)

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.snapshots.manifest import Manifest, ManifestError, Store, StorePart, parse
 from hybridsearch.snapshots.repository import (
     PIECE_BYTES,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hybridsearch.tools.bench import CALIBRATION_POOLS, TOP_FIELDS, collection_name, pool
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.v1 import search_pb2
 
 FOLDER = Path("../shared/datasets/SciFact")

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from hybridsearch.common import services
+from hybridsearch.runtime import services
 
 SERVICES = Path(__file__).resolve().parents[2] / "services"
 # What a running service imports: the five services, the gateway's clients, what they share, reconcile.
-SERVING = [*services.NAMES, "common", "reconcile", "client",
+SERVING = [*services.NAMES, "security", "storage", "text", "contract", "runtime", "query", "config", "reconcile", "client",
            "reranker/blend.py", "reranker/client.py", "reranker/triton.py"]
 
 

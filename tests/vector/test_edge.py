@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 import qdrant_edge as qe
 
-from hybridsearch.common.config import VectorSettings
-from hybridsearch.common.stores import EngineUnavailable
+from hybridsearch.config.settings import VectorSettings
+from hybridsearch.storage.stores import EngineUnavailable
 from hybridsearch.v1 import common_pb2
-from hybridsearch.common.stores import COLLECTION_RECORD as SPACE_FILE
+from hybridsearch.storage.stores import COLLECTION_RECORD as SPACE_FILE
 from hybridsearch.vector.edge import FULL_SCAN_KB, EdgeStore, edge_config, edge_filter, edge_search_params
 from hybridsearch.tools.perf.edge_bench import chunks_for, clustered_unit_vectors, exact_top_k, recall_at_k, row_of
 from hybridsearch.vector.store import FIRST_CHUNKS, VectorSpace, qdrant_filter, search_params

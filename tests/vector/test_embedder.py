@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.vector.embedder import EmbeddingCache, OnnxEmbedder, QueryEncoder, encoder_source
 
 TEXTS = [
@@ -64,7 +64,7 @@ def test_passage_cache_returns_what_the_model_computes(tmp_path):
 
 
 def test_unknown_embedder_is_refused():
-    from hybridsearch.common.models import ModelUnavailable
+    from hybridsearch.runtime.models import ModelUnavailable
 
     with pytest.raises(ModelUnavailable, match="choose one of minilm-fp32, minilm-int8, mpnet-fp32"):
         OnnxEmbedder("e5-large")

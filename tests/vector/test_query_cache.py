@@ -17,7 +17,7 @@ import pytest
 import redis
 from prometheus_client import REGISTRY
 
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.launcher import redis_server
 from hybridsearch.vector.embedder import OnnxEmbedder, QueryEncoder, query_normaliser
 from hybridsearch.vector.query_cache import (FAILURES_BEFORE_BACKOFF, REDIS_PREFIX, VALUE_DTYPE, LruVectors, QueryVectorCache,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.vector import static
 from hybridsearch.vector.e5 import Role
 from hybridsearch.vector.embedder import EMBEDDERS, QueryEncoder, open_embedder

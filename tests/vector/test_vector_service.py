@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from loopback import refused, store_stub
-from hybridsearch.common.chunking import indexed_text
-from hybridsearch.common.config import Settings, get_settings
-from hybridsearch.common.store_servicer import trim_texts
-from hybridsearch.common.stores import SPAN
-from hybridsearch.common.validation import InvalidArgument, Refusal
+from hybridsearch.text.chunking import indexed_text
+from hybridsearch.config.settings import Settings, get_settings
+from hybridsearch.storage.store_servicer import trim_texts
+from hybridsearch.storage.stores import SPAN
+from hybridsearch.contract.validation import InvalidArgument, Refusal
 from hybridsearch.v1 import common_pb2, vector_pb2
 from hybridsearch.vector import static
 from hybridsearch.vector.embedder import open_embedder

@@ -100,7 +100,7 @@ exec:
 {{- end }}
 
 {{/*
-The Python services, one component each: services/common/services.py's table (tests/charts checks the two
+The Python services, one component each: services/runtime/services.py's table (tests/charts checks the two
 agree). A space-separated string: `splitList " " (include "hybridsearch.pythonServices" .)`.
 */}}
 {{- define "hybridsearch.pythonServices" -}}

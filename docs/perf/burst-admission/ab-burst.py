@@ -34,7 +34,7 @@ env_of_stack = {**STACK_ENV, "HYBRIDSEARCH_METRICS_PORT": "29514",
                 "HYBRIDSEARCH_DATA_DIR": tempfile.mkdtemp(prefix=f"burst-{label}-")}
 with running_stack(env_of_stack) as stack:
     from hybridsearch.cli import SAMPLE_CORPUS
-    from hybridsearch.common.metrics import metrics_port
+    from hybridsearch.runtime.metrics import metrics_port
     from hybridsearch.corpus import read_folder
 
     with gateway_client(stack) as client:

@@ -15,7 +15,7 @@ from hybridsearch.cli.base import SEARCH, app, console, gateway_client
 from hybridsearch.cli.shell.commands import ShellError, completions
 from hybridsearch.cli.shell.session import Session
 from hybridsearch.cli.shell.state import State
-from hybridsearch.common.config import get_settings
+from hybridsearch.config.settings import get_settings
 
 HISTORY = Path("shell") / "history"  # under the data dir
 

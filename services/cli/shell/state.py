@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from hybridsearch.cli.shell.commands import ShellError
-from hybridsearch.common.limits import MAX_CONTEXT
+from hybridsearch.contract.limits import MAX_CONTEXT
 from hybridsearch.client import EFFORTS, MODES, Not, search_request
 from hybridsearch.v1 import search_pb2
 

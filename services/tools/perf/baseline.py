@@ -26,7 +26,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 import Stemmer
 
-from hybridsearch.common.chunking import indexed_text
+from hybridsearch.text.chunking import indexed_text
 from hybridsearch.vector.embedder import EmbeddingCache, OnnxEmbedder
 
 LEG_DEPTH = 2000

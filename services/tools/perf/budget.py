@@ -3,7 +3,7 @@ and each bucket's share of the samples times the process's CPU per answer (from 
 
 A stack goes to the first bucket of BUCKETS, in table order, with a pattern found in one of its frames
 (`func (file:line)` as py-spy writes them; a substring match, the file path as short as py-spy makes it,
-so `gateway/paging.py` matches a checkout and an installed package alike). A pattern that starts with
+so `gateway/query/paging.py` matches a checkout and an installed package alike). A pattern that starts with
 `leaf:` only matches the innermost frame: for wrappers every call runs through (the metrics interceptor,
 the event loop), which own the sample only when nothing inside them is running. Stacks no pattern
 matches are `other`; the innermost frames that fill it most are listed, to grow the table from.
@@ -47,19 +47,19 @@ BUCKETS: dict[str, list[str]] = {
     "embedding": ["vector/embedder.py", "vector/e5.py", "QueryEncoder", "onnxruntime", "tokenizers"],
     "query vector cache": ["vector/query_cache.py"],  # its lookups and writes; the model runs under it are embedding
     "tracing": ["opentelemetry", "trace/__init__.py", "_AgnosticContextManager", "contextvars_context.py",
-                "context/__init__.py", "common/telemetry.py"],
-    "metrics": ["prometheus_client", "leaf:common/metrics.py", "leaf:gateway/observed.py"],
-    "previews": ["gateway/previews.py", "gateway/texts.py"],
-    "calibration": ["gateway/calibration.py"],
-    "paging": ["gateway/paging.py", "gateway/next_page.py"],
-    "fusion": ["fusion/", "gateway/fuse.py"],
+                "context/__init__.py", "runtime/telemetry.py"],
+    "metrics": ["prometheus_client", "leaf:runtime/metrics.py", "leaf:gateway/query/observed.py"],
+    "previews": ["gateway/query/previews.py", "gateway/query/texts.py"],
+    "calibration": ["gateway/query/calibration.py"],
+    "paging": ["gateway/query/paging.py", "gateway/query/next_page.py"],
+    "fusion": ["fusion/", "gateway/query/fuse.py"],
     "circuit breakers": ["purgatory/", "gateway/breakers.py"],
     "engine": ["bm25/tantivy_engine.py", "bm25/engine.py", "bm25/embedded.py", "bm25/analyzer.py", "bm25/fuzzy.py",
                "bm25/opensearch.py", "bm25s/", "tantivy", "vector/edge.py", "vector/store.py", "vector/engine.py",
                "vector/neighbours.py", "VectorEngine.", "qdrant", "expansion/prf.py", "expansion/llm.py",
                "expansion/cache.py", "expansion/signals.py", "redis/"],
     "send/recv and gRPC core": ["grpc/", "leaf:asyncio/", "leaf:selectors.py", "leaf:concurrent/futures/",
-                                "leaf:threading.py", "leaf:common/wire.py"],
+                                "leaf:threading.py", "leaf:contract/wire.py"],
 }
 
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hybridsearch.common import services
+from hybridsearch.runtime import services
 
 if TYPE_CHECKING:
-    from hybridsearch.common.config import Settings
+    from hybridsearch.config.settings import Settings
 
 # Columns in this order wherever processes are listed; any other name (a `--pids` process) follows.
 PROCESS_ORDER = (*services.NAMES, "redis", "redis-cache", "triton", "triton-python", "llm")  # the service table, then the rest

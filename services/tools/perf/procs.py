@@ -16,11 +16,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hybridsearch.common import services
+from hybridsearch.runtime import services
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
-SERVICES = services.NAMES  # `hybridsearch serve <name>` children (common.services)
+SERVICES = services.NAMES  # `hybridsearch serve <name>` children (runtime.services)
 
 
 def stack_processes(proc: Path = Path("/proc"), ports: dict[str, int] | None = None) -> dict[str, int]:

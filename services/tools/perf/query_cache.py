@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 
-from hybridsearch.common.config import Settings, get_settings
-from hybridsearch.common.metrics import metrics_port
+from hybridsearch.config.settings import Settings, get_settings
+from hybridsearch.runtime.metrics import metrics_port
 from hybridsearch.tools.perf.load.bounds import check_loopback
 from hybridsearch.tools.perf.load.calls import ChannelPool, SearchCall
 from hybridsearch.tools.perf.load.drivers import closed_loop

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hybridsearch.common.chunking import indexed_text
+from hybridsearch.text.chunking import indexed_text
 from hybridsearch.corpus import beir_corpus_file, read_beir_corpus
 from hybridsearch.vector.embedder import EmbeddingCache
 

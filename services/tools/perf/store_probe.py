@@ -24,7 +24,7 @@ import numpy as np
 import qdrant_edge as qe
 
 from hybridsearch.bm25.service import build_engine
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.tools.perf.edge_bench import recall_at_k
 from hybridsearch.vector.edge import EdgeStore, edge_search_params
 from hybridsearch.vector.e5 import Role

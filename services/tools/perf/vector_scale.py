@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 import qdrant_edge as qe
 
-from hybridsearch.common.chunking import indexed_text
-from hybridsearch.common.config import Settings
+from hybridsearch.text.chunking import indexed_text
+from hybridsearch.config.settings import Settings
 from hybridsearch.corpus import read_documents
-from hybridsearch.gateway.ingest import document_chunks
+from hybridsearch.gateway.ingest.servicer import document_chunks
 from hybridsearch.tools.perf.store_probe import data_size_mib, probe
 from hybridsearch.v1 import ingest_pb2
 from hybridsearch.vector.edge import EdgeStore, edge_search_params

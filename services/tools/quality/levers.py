@@ -19,7 +19,7 @@ from ranx import Qrels, Run, evaluate
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.bm25.embedded import token_ids
-from hybridsearch.common.chunking import chunk_text, indexed_text
+from hybridsearch.text.chunking import chunk_text, indexed_text
 from hybridsearch.corpus import beir_corpus_file, ignores_identical_ids, load_judged_queries, read_documents
 from hybridsearch.expansion.prf import feedback_terms, prf_variants
 from hybridsearch.expansion.signals import dominant_top_hit, strong_signal

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.fusion.methods import FusionMethod
 from hybridsearch.fusion.params import params_from_settings
 from hybridsearch.tools.quality.levers import Bm25Config, Dataset, DenseConfig, Levers, Setup, variant

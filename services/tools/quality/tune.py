@@ -13,7 +13,7 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.fusion.methods import FusionMethod, FusionParams
 from hybridsearch.tools.quality.levers import Dataset, Levers, Setup, variant
 from hybridsearch.tools.quality.sweep import FLAT, PLAIN_RRF, setup_from_settings

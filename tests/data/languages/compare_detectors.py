@@ -1,5 +1,5 @@
 """Compare language detectors on short_queries.json (20 English, 20 German queries, 10 names), restricted
-to the languages common/language.py supports. Not a test: py3langid 0.4.0 needs numpy >= 2, so it runs
+to the languages text/language.py supports. Not a test: py3langid 0.4.0 needs numpy >= 2, so it runs
 from a separate folder, e.g.
 
     pip install --target /tmp/langtest py3langid==0.4.0 lingua-language-detector==2.1.1

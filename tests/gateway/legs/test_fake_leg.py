@@ -11,10 +11,10 @@ import grpc
 import pytest
 from query_standins import backends, run
 
-from hybridsearch.common import legs
-from hybridsearch.common.config import Settings
-from hybridsearch.gateway.legs import registry
-from hybridsearch.gateway.report import FAILED, OK
+from hybridsearch.query import legs
+from hybridsearch.config.settings import Settings
+from hybridsearch.gateway.query.legs import registry
+from hybridsearch.gateway.query.report import FAILED, OK
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2
 
 FAKE = 99  # a Leg value the proto enum does not name (proto3 enums are open)
@@ -43,7 +43,7 @@ STUB: dict[str, bm25_pb2_grpc.Bm25ServiceStub] = {}
 
 @dataclasses.dataclass(frozen=True)
 class FakeLeg:
-    """The fourth leg, as gateway.legs.protocol.RetrievalLeg says a leg is."""
+    """The fourth leg, as gateway.query.legs.protocol.RetrievalLeg says a leg is."""
 
     leg: int
     name: str

@@ -1,12 +1,12 @@
-"""The leg registry (gateway.legs): one row per proto Leg, which plans use which leg, which queries it takes."""
+"""The leg registry (gateway.query.legs): one row per proto Leg, which plans use which leg, which queries it takes."""
 
 import pytest
 
-from hybridsearch.common.collections import CollectionConfig
-from hybridsearch.common.config import Settings
-from hybridsearch.common import legs
-from hybridsearch.gateway.legs.registry import LEGS, build
-from hybridsearch.gateway.request import SHOWN_FIELDS, plan_search
+from hybridsearch.config.collections import CollectionConfig
+from hybridsearch.config.settings import Settings
+from hybridsearch.query import legs
+from hybridsearch.gateway.query.legs.registry import LEGS, build
+from hybridsearch.gateway.query.request import SHOWN_FIELDS, plan_search
 from hybridsearch.v1 import common_pb2, search_pb2
 
 BM25, VECTOR, TAG = common_pb2.LEG_BM25, common_pb2.LEG_VECTOR, common_pb2.LEG_TAG
@@ -27,7 +27,7 @@ def plan(mode=HYBRID, collection="default", effort=common_pb2.EFFORT_BALANCED, s
 def test_every_leg_is_keyed_by_its_own_enum_with_a_unique_name():
     assert all(key == leg.leg for key, leg in LEGS.items())
     assert len({leg.name for leg in LEGS.values()}) == len(LEGS)
-    assert set(LEGS) == {BM25, VECTOR, TAG}  # LEG_GRAPH runs after fusion (gateway.graph), not beside these
+    assert set(LEGS) == {BM25, VECTOR, TAG}  # LEG_GRAPH runs after fusion (gateway.query.graph), not beside these
 
 
 def test_the_registry_is_the_leg_tables_rows_that_name_a_gateway_class():
@@ -36,7 +36,7 @@ def test_the_registry_is_the_leg_tables_rows_that_name_a_gateway_class():
 
 def test_a_new_row_is_a_new_leg_of_the_registry():
     """Registering a leg is its module and one row: the registry builds the row's class with its value and name."""
-    fake = legs.LegSpec("fake", 99, weight=0.3, rrf_weight=2.0, gateway="hybridsearch.gateway.legs.tag:TagLeg")
+    fake = legs.LegSpec("fake", 99, weight=0.3, rrf_weight=2.0, gateway="hybridsearch.gateway.query.legs.tag:TagLeg")
     built = build((*legs.SPECS, fake))
     assert built[99].leg == 99 and built[99].name == "fake" and built[99].kinds == LEGS[TAG].kinds
     assert set(built) == {BM25, VECTOR, TAG, 99}

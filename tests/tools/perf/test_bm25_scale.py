@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.tools.perf.bm25_scale import run, small_writes
 
 

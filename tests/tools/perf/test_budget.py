@@ -23,27 +23,27 @@ from hybridsearch.tools.perf.flame import (COLLAPSED, PROFILE_NAME, Profilers, P
                                            render_svg)
 
 LOOP = "<module> (hybridsearch/cli/__main__.py:5);run (asyncio/runners.py:190);BaseEventLoop._run_once (asyncio/base_events.py:1922);Handle._run (asyncio/events.py:80)"
-HANDLER = f"{LOOP};RpcMetricsInterceptor.intercept_service.<locals>.timed.<locals>.wrapper (services/common/metrics.py:118);SearchServicer.Search (services/gateway/service.py:70)"
+HANDLER = f"{LOOP};RpcMetricsInterceptor.intercept_service.<locals>.timed.<locals>.wrapper (services/runtime/metrics.py:118);SearchServicer.Search (services/gateway/service.py:70)"
 # A gateway's samples as py-spy's raw format writes them: root first, `;` between frames, the count last.
 GATEWAY = textwrap.dedent(f"""\
-    {HANDLER};_leg (services/gateway/legs/runner.py:90);UnaryUnaryMultiCallable.__call__ (grpc/aio/_channel.py:147);UnaryUnaryCall.__init__ (grpc/aio/_call.py:560);serialize (grpc/_common.py:30);_transform (grpc/_common.py:20) 10
-    {HANDLER};_leg (services/gateway/legs/runner.py:95);deserialize (grpc/_common.py:37);_transform (grpc/_common.py:20) 20
-    {HANDLER};respond (services/gateway/respond.py:40);preview (services/gateway/previews.py:95);EnglishAnalyzer.analyze (services/bm25/analyzer.py:30) 15
-    {HANDLER};respond (services/gateway/respond.py:44);own_score (services/gateway/calibration.py:140) 5
-    {HANDLER};Pager.keep (services/gateway/paging.py:180) 5
-    {HANDLER};fuse (services/gateway/fuse.py:30);resolve_params (services/fusion/service.py:50) 5
-    {HANDLER};observed (services/gateway/observed.py:12);NoOpTracer.start_as_current_span (trace/__init__.py:1200) 5
-    {HANDLER};observed (services/gateway/observed.py:12);Histogram.observe (prometheus_client/metrics.py:600) 5
-    {LOOP};RpcMetricsInterceptor.intercept_service.<locals>.timed.<locals>.wrapper (services/common/metrics.py:120) 5
-    {HANDLER};plan_search (services/gateway/request.py:70);check_collection (services/common/validation.py:20) 10
-    {HANDLER};_leg (services/gateway/legs/runner.py:88);AsyncAbstractUnitOfWork.__aenter__ (purgatory/service/_async/unit_of_work.py:28) 4
+    {HANDLER};_leg (services/gateway/query/legs/runner.py:90);UnaryUnaryMultiCallable.__call__ (grpc/aio/_channel.py:147);UnaryUnaryCall.__init__ (grpc/aio/_call.py:560);serialize (grpc/_common.py:30);_transform (grpc/_common.py:20) 10
+    {HANDLER};_leg (services/gateway/query/legs/runner.py:95);deserialize (grpc/_common.py:37);_transform (grpc/_common.py:20) 20
+    {HANDLER};respond (services/gateway/query/respond.py:40);preview (services/gateway/query/previews.py:95);EnglishAnalyzer.analyze (services/bm25/analyzer.py:30) 15
+    {HANDLER};respond (services/gateway/query/respond.py:44);own_score (services/gateway/query/calibration.py:140) 5
+    {HANDLER};Pager.keep (services/gateway/query/paging.py:180) 5
+    {HANDLER};fuse (services/gateway/query/fuse.py:30);resolve_params (services/fusion/service.py:50) 5
+    {HANDLER};observed (services/gateway/query/observed.py:12);NoOpTracer.start_as_current_span (trace/__init__.py:1200) 5
+    {HANDLER};observed (services/gateway/query/observed.py:12);Histogram.observe (prometheus_client/metrics.py:600) 5
+    {LOOP};RpcMetricsInterceptor.intercept_service.<locals>.timed.<locals>.wrapper (services/runtime/metrics.py:120) 5
+    {HANDLER};plan_search (services/gateway/query/request.py:70);check_collection (services/contract/validation.py:20) 10
+    {HANDLER};_leg (services/gateway/query/legs/runner.py:88);AsyncAbstractUnitOfWork.__aenter__ (purgatory/service/_async/unit_of_work.py:28) 4
     {LOOP} 10
     {LOOP};BaseEventLoop.create_task (asyncio/base_events.py:436) 5
 """)
 VECTOR = textwrap.dedent(f"""\
     _bootstrap (threading.py:995);_worker (concurrent/futures/thread.py:83);OnnxEmbedder.embed (services/vector/embedder.py:96);Session.run (onnxruntime/capi/onnxruntime_inference_collection.py:220) 60
     {LOOP};VectorServicer.Search (services/vector/service.py:200);VectorEngine.search (services/vector/service.py:100);EdgeStore.search (services/vector/edge.py:300) 30
-    {LOOP};guarded_decoder.<locals>.decoder (services/common/wire.py:33) 10
+    {LOOP};guarded_decoder.<locals>.decoder (services/contract/wire.py:33) 10
 """)
 
 
@@ -56,13 +56,13 @@ def test_each_sample_goes_to_its_stage():
     assert dict(buckets) == {"serialise": 10, "parse": 20, "previews": 15, "calibration": 5, "paging": 5, "fusion": 5,
                              "tracing": 5, "metrics": 10, OTHER: 10, "send/recv and gRPC core": 15, "circuit breakers": 4}
     # the handler's own code under the metrics wrapper is not the wrapper's: `leaf:` patterns own self time only
-    assert dict(other) == {"check_collection (services/common/validation.py:20)": 10}
+    assert dict(other) == {"check_collection (services/contract/validation.py:20)": 10}
     buckets, _ = fold(stacks(VECTOR))
     assert dict(buckets) == {"embedding": 60, "engine": 30, "parse": 10}
 
 
 def test_the_first_bucket_in_table_order_wins():
-    stack = ("a (services/gateway/previews.py:1)", "b (services/gateway/calibration.py:2)")
+    stack = ("a (services/gateway/query/previews.py:1)", "b (services/gateway/query/calibration.py:2)")
     assert bucket_of(stack) == "previews"  # both match: previews comes first in BUCKETS
     assert bucket_of(stack, {"calibration": ["calibration.py"], "previews": ["previews.py"]}) == "calibration"
     assert bucket_of(("x (asyncio/events.py:1)", "y (mine.py:2)"), {"loop": ["leaf:asyncio/"]}) == OTHER

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from hybridsearch.tools.perf.baseline import BaselineDocument, LibraryBaseline
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.tools.perf.cpu import (BaselineCpu, CpuFigure, CpuLedger, embedded_estimate, ordered, pooled_ms,
                                          query_cache_on, settled)
 from hybridsearch.tools.perf.load.report import cpu_headlines

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from prometheus_client import generate_latest
 
-from hybridsearch.common import metrics
+from hybridsearch.runtime import metrics
 from hybridsearch.tools.perf.query_cache import cache_lookups, hit_rate, parse_lookups
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from typer.testing import CliRunner
 
 from hybridsearch.cli import app
-from hybridsearch.common.chunking import indexed_text
+from hybridsearch.text.chunking import indexed_text
 from hybridsearch.tools.perf.scale import Passage, embedding_log
 from hybridsearch.vector import static
 from hybridsearch.vector.embedder import EmbeddingCache, open_embedder

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hybridsearch.bm25.service import build_engine
-from hybridsearch.common.chunking import content_hash
-from hybridsearch.common.config import Settings
+from hybridsearch.text.chunking import content_hash
+from hybridsearch.config.settings import Settings
 from hybridsearch.tools.perf.edge_bench import recall_at_k
 from hybridsearch.tools.perf.store_probe import probe
 from hybridsearch.v1 import common_pb2

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.tools.perf.vector_scale import LOADED, run
 
 WORDS = "protein cell galaxy star energy solar wind model data river forest music law trade".split()

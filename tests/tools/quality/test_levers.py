@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.fusion.methods import FusionMethod
 from hybridsearch.tools.quality.levers import Dataset, Levers, variant
 from hybridsearch.tools.quality.sweep import setup_from_settings

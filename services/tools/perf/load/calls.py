@@ -11,8 +11,8 @@ from collections.abc import Iterable, Iterator
 
 import grpc
 
-from hybridsearch.common.access import aio_gateway_channel
-from hybridsearch.common.server import CHANNEL_OPTIONS
+from hybridsearch.security.access import aio_gateway_channel
+from hybridsearch.runtime.server import CHANNEL_OPTIONS
 from hybridsearch.tools.perf.load.bounds import check_loopback
 from hybridsearch.tools.perf.load.recorder import TOOK_STAGE, Outcome
 from hybridsearch.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
@@ -25,7 +25,7 @@ class ChannelPool:
 
     def __init__(self, address: str, size: int = 4) -> None:
         self.address = check_loopback(address)
-        # TLS and the API key as configured (common/access.py).
+        # TLS and the API key as configured (security/access.py).
         self.channels = [aio_gateway_channel(address, CHANNEL_ARGS) for _ in range(max(1, size))]
         self._search = itertools.cycle([search_pb2_grpc.SearchServiceStub(c) for c in self.channels])
         self._ingest = itertools.cycle([ingest_pb2_grpc.IngestServiceStub(c) for c in self.channels])

@@ -25,7 +25,7 @@ def discover() -> dict[str, int]:
     """The processes of the stack these settings name (ports pick it when several stacks run)."""
     from urllib.parse import urlsplit
 
-    from hybridsearch.common.config import get_settings
+    from hybridsearch.config.settings import get_settings
 
     settings = get_settings()
     # Endpoints.addr: an explicit address's port where one is set, the default port otherwise.

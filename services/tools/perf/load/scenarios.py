@@ -9,7 +9,7 @@ import numpy as np
 
 from hybridsearch.tools.bench import BenchMode, collection_name, ensure_indexed
 from hybridsearch.client import GatewayClient
-from hybridsearch.common.config import Settings
+from hybridsearch.config.settings import Settings
 from hybridsearch.corpus import read_queries
 from hybridsearch.v1 import common_pb2, search_pb2
 

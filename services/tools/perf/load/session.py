@@ -23,7 +23,7 @@ from pathlib import Path
 
 import grpc
 
-from hybridsearch.common.iterables import batched
+from hybridsearch.runtime.iterables import batched
 from hybridsearch.tools.perf.cpu import QUERY_EMBEDS, BaselineCpu, CpuFigure, embedded_estimate, pooled_ms
 from hybridsearch.tools.perf.flame import Profilers, ProfileSpec
 from hybridsearch.tools.perf.load.arrivals import ARRIVALS, bursts, schedule

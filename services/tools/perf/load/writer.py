@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from hybridsearch.common.iterables import batched
+from hybridsearch.runtime.iterables import batched
 from hybridsearch.corpus import read_documents
 from hybridsearch.tools.perf.load.calls import ChannelPool
 from hybridsearch.v1 import ingest_pb2

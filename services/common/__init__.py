@@ -1,1 +1,0 @@
-"""Configuration, telemetry, validation and server bootstrap shared by every service."""

@@ -1,0 +1,1 @@
+"""Settings: the deployment's (settings.py) and what each collection declares (collections.py)."""

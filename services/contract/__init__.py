@@ -1,0 +1,1 @@
+"""What a request may hold and how a bad one is refused: validation, limits, the wire guard."""

@@ -1,0 +1,1 @@
+"""Who may call what: API keys on every public RPC, the collections a request touches, admission."""

@@ -1,0 +1,1 @@
+"""IngestService: documents chunked and written to both stores, in one order with drops."""

@@ -1,0 +1,124 @@
+"""Runs one leg's call the same way wherever it is called from (retrieval's originals and variants, link
+expansion): its request, its breaker, its budget, the straggler cut-off of its round, and what is reported.
+
+It returns the leg's ranked lists (each weighted by its query kind) or None when the call failed; the
+report says why: a failed original (or graph) call is a FAILED leg and degrades the answer, failed variant
+queries are a notice (the leg's original list still counts). INVALID_ARGUMENT from a leg is the request's
+fault, not the leg's: it is raised for the caller to hear.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import grpc
+
+from hybridsearch.config.settings import Settings
+from hybridsearch.contract.validation import InvalidArgument
+from hybridsearch.gateway.backends import Backends
+from hybridsearch.gateway.breakers import Breakers
+from hybridsearch.gateway.query.deadline import CALL_ERRORS, Deadline, Straggler, reason
+from hybridsearch.gateway.query.legs.protocol import RetrievalLeg
+from hybridsearch.gateway.query.observed import observed
+from hybridsearch.gateway.query.report import FAILED, OK, Report
+from hybridsearch.gateway.query.request import SearchPlan
+from hybridsearch.gateway.query.texts import text_depth
+from hybridsearch.v1 import common_pb2
+
+log = logging.getLogger(__name__)
+
+
+class Stragglers:
+    """One round's cut-off for a late call: armed by the first call of the round that answers, it gives the
+    others max(grace_s, factor x that first call's time) more. A round is the calls that start together
+    (the original queries of every leg; later, the variant queries), so each is judged against its like."""
+
+    def __init__(self, grace_s: float, factor: float) -> None:
+        self.grace_s, self.factor = grace_s, factor
+        self.started = time.perf_counter()
+        self.first = asyncio.Event()
+        self.first_s = 0.0
+        self.cutoff = asyncio.ensure_future(self._cutoff())
+
+    def answered(self) -> None:
+        if not self.first.is_set():
+            self.first_s = time.perf_counter() - self.started
+            self.first.set()
+
+    async def _cutoff(self) -> float:
+        await self.first.wait()
+        grace = max(self.grace_s, self.factor * self.first_s)
+        await asyncio.sleep(grace)
+        return grace
+
+    async def call(self, call):
+        """The call's answer, unless the cut-off comes first: then the call is cancelled and Straggler raised."""
+        task = asyncio.ensure_future(call)
+        done, _ = await asyncio.wait({task, self.cutoff}, return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            return task.result()
+        task.cancel()
+        raise Straggler(f"late: no answer {self.cutoff.result():.2f}s after the first of its round answered")
+
+    def close(self) -> None:
+        self.cutoff.cancel()
+
+
+class LegRunner:
+    def __init__(self, settings: Settings, backends: Backends, breakers: Breakers) -> None:
+        self.settings, self.backends, self.breakers = settings, backends, breakers
+        self.resilience = settings.resilience
+
+    def stragglers(self, calls: int) -> Stragglers | None:
+        """A cut-off for a round of `calls` calls (none for a call alone: it has nobody to wait for)."""
+        return Stragglers(self.resilience.straggler_grace_s, self.resilience.straggler_factor) if calls > 1 else None
+
+    async def run(self, leg: RetrievalLeg, plan: SearchPlan, queries: list[common_pb2.LegQuery], deadline: Deadline,
+                  report: Report, *, variants: bool = False,
+                  stragglers: Stragglers | None = None) -> list[common_pb2.RankedList] | None:
+        base = common_pb2.LegSearchRequest(collection=plan.store_name, queries=queries, limit=self.settings.leg_depth,
+                                           filters=plan.filters, metadata_fields=plan.metadata_fields,
+                                           text_depth=text_depth(plan, self.settings))
+        request = leg.request(base, plan, self.settings)
+        stage = f"{leg.name}{'.variants' if variants else ''}"
+        called = time.perf_counter()
+        with observed(stage):
+            try:
+                async with self.breakers.guard(leg.part):
+                    call = leg.call(self.backends, request, min(deadline.left(), self.resilience.leg_timeout_s))
+                    response = await (stragglers.call(call) if stragglers is not None else call)
+            except CALL_ERRORS as err:
+                if isinstance(err, grpc.aio.AioRpcError) and err.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                    raise InvalidArgument(f"{leg.name}: {err.details()}") from err
+                if variants:
+                    report.notice(f"{leg.name} variant queries failed: {reason(err)}")
+                else:
+                    report.leg(leg.name, FAILED, reason(err))
+                    log.warning("%s leg failed: %s", leg.name, reason(err))
+                return None
+        if stragglers is not None:
+            stragglers.answered()
+        # The call as the gateway saw it, then the service's own parts: the difference is the hop.
+        took = time.perf_counter() - called
+        report.note(f"leg.{stage}", took * 1000)
+        for part, ms in sorted(response.timings_ms.items()):
+            report.note(f"leg.{stage}.{part}", ms)
+        for rl in response.lists:
+            rl.weight = kind_weight(plan, rl.kind)
+        if not variants:
+            late = f"; late: {took * 1000:.0f} ms" if took > self.resilience.leg_late_s else ""
+            report.leg(leg.name, OK, response.engine + late)
+        return list(response.lists)
+
+
+def kind_weight(plan: SearchPlan, kind: int) -> float:
+    """A list's fusion weight by the kind of query that made it (the leg's weight is fusion's to apply)."""
+    weights = {
+        common_pb2.QUERY_KIND_LEXICAL_VARIANT: plan.fusion.variant_weight,
+        common_pb2.QUERY_KIND_SEMANTIC_VARIANT: plan.fusion.variant_weight,
+        common_pb2.QUERY_KIND_HYDE: plan.fusion.hyde_weight,
+        common_pb2.QUERY_KIND_FEEDBACK: plan.fusion.feedback_weight,
+    }
+    return weights.get(kind, 1.0)

@@ -1,0 +1,1 @@
+"""Collections, their documents, aliases and snapshots as resources (CollectionService, AliasService, SnapshotService)."""

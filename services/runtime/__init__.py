@@ -1,0 +1,1 @@
+"""How a process serves: the service table, the gRPC server, metrics, telemetry, model files."""

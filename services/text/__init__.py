@@ -1,0 +1,1 @@
+"""How documents and queries are read: chunking, language, tags, links."""

@@ -1,0 +1,32 @@
+"""docs/architecture.md stays true: every module and folder it names exists (a moved module fails here, naming the
+page's line), and every package under services/ is on its map."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PAGE = REPO / "docs" / "architecture.md"
+NAMED = re.compile(r"`(services/[\w/]+(?:\.py|/))`")
+
+
+def test_every_path_the_page_names_exists():
+    missing = [f"docs/architecture.md:{n}: {path}" for n, line in enumerate(PAGE.read_text().splitlines(), 1)
+               for path in NAMED.findall(line) if not (REPO / path).exists()]
+    assert missing == []
+
+
+def test_every_package_is_on_the_map():
+    named = {path.rstrip("/") for path in NAMED.findall(PAGE.read_text())}
+    packages = {str(p.parent.relative_to(REPO)) for p in (REPO / "services").glob("*/__init__.py")} - {"services/v1"}
+    assert packages - named == set()
+
+
+def test_the_page_names_the_stages_in_the_order_search_runs_them():
+    """search.py's docstring table is the order its servicer runs the stages in; the page follows it."""
+    table = re.findall(r"^  \w+ +gateway\.(\w+)\.(\w+) ", (REPO / "services/gateway/query/search.py").read_text(), re.M)
+    assert len(table) == 8, table
+    page = PAGE.read_text().split("## The path of a search")[1]
+    where = [page.index(f"`services/gateway/{room}/{module}.py`") for room, module in table]
+    assert where == sorted(where), table
