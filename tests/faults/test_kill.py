@@ -30,11 +30,14 @@ DRILLS = {
     "vector": ("fast", 30.0),
     "fusion": ("fast", 30.0),
     "expansion": ("balanced", 10.0),
-    "redis": ("balanced", 10.0),
+    "redis": ("balanced", 10.0),  # the state Redis: a search reads aliases there but answers whole without it
     "redis-cache": ("balanced", 10.0),
     "triton": ("rerank", 4.0),
     "llm": ("thorough", 0.5),
 }
+# Parts a search does not need: the state Redis (writes, drops, restores and re-indexing need it; a search reads
+# the aliases and restore marks it keeps, and without it goes by the records it read last).
+UNUSED_BY_SEARCH = {"redis"}
 results: list[DrillResult] = []
 
 
@@ -59,9 +62,12 @@ def test_kill_under_load(fault_stack, part):
     print(f"\n{result.row()}")
     assert result.restart_s is not None, f"{part} did not come back"
     assert result.failed == 0, result.codes
-    # Every answer sent and answered while the part was down names it (answers in flight at the kill or
-    # the return may too: a Redis back within 0.1 s can serve a lookup that started while it was down).
-    assert result.flagged >= result.during, f"{result.during} answers sent while {part} was down, {result.flagged} named it"
+    if part in UNUSED_BY_SEARCH:
+        assert result.degraded == result.flagged == 0, result
+    else:
+        # Every answer sent and answered while the part was down names it (answers in flight at the kill or
+        # the return may too: a Redis back within 0.1 s can serve a lookup that started while it was down).
+        assert result.flagged >= result.during, f"{result.during} answers sent while {part} was down, {result.flagged} named it"
     assert result.recover_s <= RECOVER_S
 
 

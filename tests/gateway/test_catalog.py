@@ -63,3 +63,26 @@ def test_an_alias_exists_as_its_serving_generation():
     with scratch_redis() as url:
         there, gone = asyncio.run(run(url))
     assert there == ["notes.g0"] and gone == ["notes"]
+
+
+class Silent:
+    """A black-holed store: ListCollections answers nothing until its deadline."""
+
+    async def ListCollections(self, request, timeout=None):
+        await asyncio.sleep(timeout)
+        raise asyncio.TimeoutError
+
+
+def test_one_store_holding_a_collection_answers_without_waiting_for_a_silent_one():
+    async def run() -> tuple[list[str], list[str], float]:
+        seen = Catalog(Settings(), SimpleNamespace(bm25=Silent(), vector=Store({"notes"})))
+        started = asyncio.get_running_loop().time()
+        found = await seen.missing(["notes"], timeout=2.0)
+        took = asyncio.get_running_loop().time() - started
+        unsure = await Catalog(Settings(), SimpleNamespace(bm25=Silent(), vector=Store(set()))).missing(
+            ["other"], timeout=0.2)
+        return found, unsure, took
+
+    found, unsure, took = asyncio.run(run())
+    assert found == [] and took < 1.0  # the vector store holds it: the black-holed BM25 store is not waited for
+    assert unsure == []  # held by neither answering store, but the silent one may hold it: not called missing

@@ -70,15 +70,35 @@ class Catalog:
         if not unknown:
             return []
         restoring = await self._restoring(unknown)  # half-made: missing, whatever the stores say
-        answers = await self._ask(stores_pb2.StoreCollectionsRequest(names=[stored[n] for n in unknown]), timeout)
-        if any(isinstance(a, BaseException) for a in answers):
-            # a store that did not answer may hold them: the search says what failed
-            return [n for n in unknown if n in restoring]
-        held = {c.name for a in answers for c in a.collections}
+        wanted = {stored[n] for n in unknown if n not in restoring}
+        held, failed = await self._held([stored[n] for n in unknown], wanted, timeout)
         being_restored = {stored[n] for n in restoring}  # half-made: never remembered as existing
         for name in held - being_restored:
             self._known[name] = now
+        if failed and not wanted <= held:
+            # a store that did not answer may hold them: the search says what failed
+            return [n for n in unknown if n in restoring]
         return [n for n in unknown if stored[n] not in held or n in restoring]
+
+    async def _held(self, names: list[str], wanted: set[str], timeout: float) -> tuple[set[str], bool]:
+        """Which of `names` the stores hold, and whether a store failed to say. A name one store holds exists:
+        once every `wanted` name is held the other store is not waited for (a black-holed store would keep the
+        search for the whole timeout, breaker or not)."""
+        request = stores_pb2.StoreCollectionsRequest(names=names)
+        calls = [asyncio.ensure_future(stub.ListCollections(request, timeout=timeout)) for stub in self._stubs()]
+        held, failed = set(), False
+        try:
+            for call in asyncio.as_completed(calls):
+                try:
+                    held |= {c.name for c in (await call).collections}
+                except Exception:  # noqa: BLE001 - any failure of a store's answer: it may hold them
+                    failed = True
+                if wanted <= held:
+                    break
+        finally:
+            for call in calls:
+                call.cancel()
+        return held, failed
 
     async def _restoring(self, names: list[str]) -> set[str]:
         """The names a restore is moving in (half-made: they never serve); none when Redis cannot say."""
