@@ -1,5 +1,5 @@
 """The gateway's CPU to prepare SciFact's writes for the stores, plain vs sealed vs sealed with hashed terms
-(issue 26): `gateway.ingest.servicer.store_requests` (chunking, sealing, keyed hashes, hashed terms) over the whole
+(issue 26): `gateway.ingest.chunks.store_requests` (chunking, sealing, keyed hashes, hashed terms) over the whole
 corpus, in process, no stores and no embedding, the three variants alternated ROUNDS times; CPU seconds
 (process_time) per variant and per chunk. What it isolates: the part of an Upsert that sealing adds, which
 the stack's index throughput figure (docs/perf/sealed-cost.sh) measures only under the embedding's noise.
@@ -24,7 +24,7 @@ from hybridsearch.config.settings import get_settings
 from hybridsearch.security.hashed_terms import HashedTerms
 from hybridsearch.security.sealing import CollectionSeal, create_collection_key, parse_keys_file
 from hybridsearch.corpus import beir_corpus_file, read_beir_corpus
-from hybridsearch.gateway.ingest.servicer import store_requests
+from hybridsearch.gateway.ingest.chunks import store_requests
 
 
 def main() -> None:

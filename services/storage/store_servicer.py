@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import cached_property
 from typing import TypeVar
 
@@ -101,6 +101,20 @@ def written(result) -> common_pb2.UpsertChunksResponse:
                                            documents_unchanged=result.documents_unchanged,
                                            chunks_written=result.chunks_written)
 
+
+async def checked(context: grpc.aio.ServicerContext, check: Callable[..., T], *args) -> T:
+    """What `check(*args)` returns; the call ended INVALID_ARGUMENT with its message when it refuses."""
+    try:
+        return check(*args)
+    except InvalidArgument as err:
+        await abort_invalid(context, err)
+        raise  # abort_invalid ends the call; never reached
+
+
+def documents_of(request) -> tuple[str, list[str]]:
+    """The collection and the document ids a request names, checked."""
+    return check_collection(request.collection), check_doc_ids(request.doc_ids)
+
 class StoreServicerMixin:
     """Needs `self.engine` with upsert/delete/stats/content_hashes/collections/drop (bm25.engine.LexicalEngine).
     Every call on a collection passes its gate (storage/gates.py); a drop passes it alone."""
@@ -133,10 +147,7 @@ class StoreServicerMixin:
 
     async def UpsertChunks(self, request: common_pb2.UpsertChunksRequest,
                            context: grpc.aio.ServicerContext) -> common_pb2.UpsertChunksResponse:
-        try:
-            collection = check_chunks(request)
-        except InvalidArgument as err:
-            await abort_invalid(context, err)
+        collection = await checked(context, check_chunks, request)
         return written(await self._on(collection, context, self.engine.upsert(collection, list(request.chunks))))
 
     async def ResealChunks(self, request: common_pb2.ResealChunksRequest,
@@ -156,20 +167,13 @@ class StoreServicerMixin:
 
     async def DeleteDocuments(self, request: common_pb2.DeleteDocumentsRequest,
                               context: grpc.aio.ServicerContext) -> common_pb2.DeleteDocumentsResponse:
-        try:
-            collection = check_collection(request.collection)
-            doc_ids = check_doc_ids(request.doc_ids)
-        except InvalidArgument as err:
-            await abort_invalid(context, err)
+        collection, doc_ids = await checked(context, documents_of, request)
         docs, chunks = await self._on(collection, context, self.engine.delete(collection, doc_ids))
         return common_pb2.DeleteDocumentsResponse(documents_deleted=docs, chunks_deleted=chunks)
 
     async def Stats(self, request: common_pb2.StoreStatsRequest,
                     context: grpc.aio.ServicerContext) -> common_pb2.StoreStats:
-        try:
-            collection = check_collection(request.collection)
-        except InvalidArgument as err:
-            await abort_invalid(context, err)
+        collection = await checked(context, check_collection, request.collection)
         stats = await self._on(collection, context, self.engine.stats(collection))
         return common_pb2.StoreStats(
             engine=stats.engine, documents=stats.documents, chunks=stats.chunks, details=stats.details
@@ -178,30 +182,19 @@ class StoreServicerMixin:
     async def ListDocuments(self, request: common_pb2.ListDocumentsRequest,
                             context: grpc.aio.ServicerContext) -> AsyncIterator[common_pb2.ListDocumentsPage]:
         """Every stored document in pages of LIST_PAGE (one listing, streamed)."""
-        try:
-            collection = check_collection(request.collection)
-        except InvalidArgument as err:
-            await abort_invalid(context, err)
+        collection = await checked(context, check_collection, request.collection)
         documents = await self._on(collection, context, self.engine.list_documents(collection))
         for start in range(0, len(documents), LIST_PAGE):
             yield common_pb2.ListDocumentsPage(documents=documents[start:start + LIST_PAGE])
 
     async def GetChunks(self, request: common_pb2.GetChunksRequest,
                         context: grpc.aio.ServicerContext) -> common_pb2.GetChunksResponse:
-        try:
-            collection = check_collection(request.collection)
-            doc_ids = check_doc_ids(request.doc_ids)
-        except InvalidArgument as err:
-            await abort_invalid(context, err)
+        collection, doc_ids = await checked(context, documents_of, request)
         return common_pb2.GetChunksResponse(chunks=await self._on(collection, context, self.engine.get_chunks(collection, doc_ids)))
 
     async def ContentHashes(self, request: common_pb2.ContentHashesRequest,
                             context: grpc.aio.ServicerContext) -> common_pb2.ContentHashesResponse:
-        try:
-            collection = check_collection(request.collection)
-            doc_ids = check_doc_ids(request.doc_ids)
-        except InvalidArgument as err:
-            await abort_invalid(context, err)
+        collection, doc_ids = await checked(context, documents_of, request)
         return common_pb2.ContentHashesResponse(
             hashes=await self._on(collection, context, self.engine.content_hashes(collection, doc_ids))
         )
@@ -209,10 +202,7 @@ class StoreServicerMixin:
     async def ListCollections(self, request: stores_pb2.StoreCollectionsRequest,
                               context: grpc.aio.ServicerContext) -> stores_pb2.StoreCollectionsResponse:
         """The collections held (those of `names` only, when given), counted when asked."""
-        try:
-            wanted = {check_collection(name) for name in request.names}
-        except InvalidArgument as err:
-            await abort_invalid(context, err)
+        wanted = await checked(context, lambda: {check_collection(name) for name in request.names})
         held = await self._call_engine(context, self.engine.collections())
         out = stores_pb2.StoreCollectionsResponse(engine=self.engine.name)
         for name in held:
@@ -227,10 +217,7 @@ class StoreServicerMixin:
     async def DropCollection(self, request: stores_pb2.DropStoreCollectionRequest,
                              context: grpc.aio.ServicerContext) -> stores_pb2.DropStoreCollectionResponse:
         """The collection removed with what it held; dropped = False when it was not there."""
-        try:
-            collection = check_collection(request.collection)
-        except InvalidArgument as err:
-            await abort_invalid(context, err)
+        collection = await checked(context, check_collection, request.collection)
         async with self.gates.dropping(collection):  # alone: the calls inside end first, the later ones wait
             if isinstance(self, StoreSnapshotsMixin):  # what a restore cut short had staged goes too
                 await asyncio.to_thread(shutil.rmtree, self._restoring(collection), True)
@@ -295,10 +282,7 @@ class StoreSnapshotsMixin:
         from hybridsearch.snapshots.manifest import StoredFile
         from hybridsearch.snapshots.repository import RepositoryError, download_files, open_repository
 
-        try:
-            collection = check_collection(request.collection)
-        except InvalidArgument as err:
-            await abort_invalid(context, err)
+        collection = await checked(context, check_collection, request.collection)
         staging = self._restoring(collection)
         phase = request.phase
         if phase in (stores_pb2.RESTORE_PHASE_PREPARE, stores_pb2.RESTORE_PHASE_COMMIT) and \

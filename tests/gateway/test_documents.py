@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hybridsearch.gateway.resources.documents import assemble, heading_line
-from hybridsearch.gateway.ingest.servicer import document_chunks
+from hybridsearch.gateway.ingest.chunks import document_chunks
 from hybridsearch.v1 import ingest_pb2
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hybridsearch.config.settings import Settings
-from hybridsearch.gateway.ingest.servicer import store_requests
+from hybridsearch.gateway.ingest.chunks import store_requests
 from hybridsearch.v1 import ingest_pb2
 
 LONG = ingest_pb2.Document(id="long", title="Heat", text=" ".join(f"word{i}" for i in range(900)), metadata={"k": "v"})
@@ -49,7 +49,7 @@ def test_empty_batch():
 def test_documents_are_validated_with_every_limit_named():
     from hybridsearch.contract.limits import MAX_TEXT_CHARS
     from hybridsearch.contract.validation import InvalidArgument
-    from hybridsearch.gateway.ingest.servicer import validate_documents
+    from hybridsearch.gateway.ingest.checks import validate_documents
 
     assert [d.id for d in validate_documents([SHORT, LONG, SHORT])] == ["short", "long"]
     cases = [
@@ -67,7 +67,7 @@ def test_documents_are_validated_with_every_limit_named():
 def test_a_batch_too_large_for_the_stores_is_refused_before_sending():
     from hybridsearch.contract.limits import STORE_UPSERT_BYTES
     from hybridsearch.contract.validation import InvalidArgument
-    from hybridsearch.gateway.ingest.servicer import check_store_request
+    from hybridsearch.gateway.ingest.checks import check_store_request
 
     # Metadata rides on every chunk: 7 KiB of it on each of ~1250 chunks of one-letter words is 9 MiB.
     doc = ingest_pb2.Document(id="d", text="a " * 500_000, metadata={f"k{i}": "v" * 1000 for i in range(7)})
@@ -81,7 +81,9 @@ def test_a_batch_too_large_for_the_stores_is_refused_before_sending():
 def test_store_failures_tell_retry_from_refusal():
     import grpc
 
-    from hybridsearch.gateway.ingest.servicer import store_failure, stream_progress
+    from hybridsearch.gateway.ingest.both_stores import store_failure
+
+    from hybridsearch.gateway.ingest.servicer import stream_progress
 
     def rpc_error(code):
         return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details="boom")
@@ -107,7 +109,7 @@ def test_the_client_batches_by_count_and_bytes():
 
 def test_chunks_carry_their_source_span_counted_from_the_file():
     """Lines and characters count from the top of the file: front matter a reader took out still counts."""
-    from hybridsearch.gateway.ingest.servicer import document_chunks
+    from hybridsearch.gateway.ingest.chunks import document_chunks
 
     text = "# Title\n\nfirst paragraph\nstill first\n\nsecond paragraph\n"
     plain = document_chunks(ingest_pb2.Document(id="d", text=text), 4, 0)
@@ -121,7 +123,7 @@ def test_chunks_carry_their_source_span_counted_from_the_file():
 
 
 def test_a_reader_s_sections_become_the_chunks_with_their_own_fields():
-    from hybridsearch.gateway.ingest.servicer import document_chunks
+    from hybridsearch.gateway.ingest.chunks import document_chunks
 
     code = "import os\n\ndef parse(x):\n    return x\n\nclass Box:\n    pass\n"
     doc = ingest_pb2.Document(id="m.py", title="m.py", text=code, metadata={"path": "m.py"}, sections=[
@@ -138,7 +140,7 @@ def test_a_reader_s_sections_become_the_chunks_with_their_own_fields():
 
 def test_sections_outside_the_text_or_out_of_order_are_refused():
     from hybridsearch.contract.validation import InvalidArgument
-    from hybridsearch.gateway.ingest.servicer import validate_documents
+    from hybridsearch.gateway.ingest.checks import validate_documents
 
     for sections in ([(0, 99)], [(5, 8), (2, 4)], [(3, 2)]):
         doc = ingest_pb2.Document(id="d", text="0123456789", sections=[

@@ -11,7 +11,7 @@ import sys
 import pytest
 from stacks import store_call
 
-from hybridsearch.gateway.ingest.servicer import document_chunks
+from hybridsearch.gateway.ingest.chunks import document_chunks
 from hybridsearch.v1 import common_pb2, ingest_pb2
 
 pytestmark = pytest.mark.stack

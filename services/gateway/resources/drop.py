@@ -28,7 +28,7 @@ from hybridsearch.gateway.resources.aliases import Alias, Aliases
 from hybridsearch.expansion import cache as expansion_cache
 from hybridsearch.gateway.query import paging
 from hybridsearch.gateway.backends import Backends
-from hybridsearch.gateway.ingest.servicer import store_failure
+from hybridsearch.gateway.ingest.both_stores import store_failure
 from hybridsearch.gateway.ingest.write_order import DROP_HOLDER, WriteOrder, restoring_key
 from hybridsearch.v1 import collections_pb2, stores_pb2
 

@@ -31,7 +31,7 @@ from hybridsearch.bm25.group_commit import MAX_GROUP
 from hybridsearch.bm25.service import build_engine
 from hybridsearch.config.settings import Settings
 from hybridsearch.corpus import read_documents
-from hybridsearch.gateway.ingest.servicer import document_chunks
+from hybridsearch.gateway.ingest.chunks import document_chunks
 from hybridsearch.v1 import ingest_pb2
 
 COLLECTION = "bm25-scale"

@@ -31,7 +31,7 @@ import qdrant_edge as qe
 from hybridsearch.text.chunking import indexed_text
 from hybridsearch.config.settings import Settings
 from hybridsearch.corpus import read_documents
-from hybridsearch.gateway.ingest.servicer import document_chunks
+from hybridsearch.gateway.ingest.chunks import document_chunks
 from hybridsearch.tools.perf.store_probe import data_size_mib, probe
 from hybridsearch.v1 import ingest_pb2
 from hybridsearch.vector.edge import EdgeStore, edge_search_params
