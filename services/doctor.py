@@ -115,7 +115,7 @@ def _store_engine(name: str, address: str) -> str:
 async def _sealed_rows(settings) -> list[tuple[str, str, str]]:
     """Per sealed collection: its active key id and its records per key id in each store (or how far a
     rotation is), or why it has no key."""
-    from hybridsearch.security.sealing import KeysFile, keys_path
+    from hybridsearch.security.keys_file import KeysFile, keys_path
     from hybridsearch.reconcile.rotate import Rotator, describe
 
     sealed = sorted(name for name, config in settings.collections.items() if config.sealed)

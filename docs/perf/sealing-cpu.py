@@ -22,7 +22,8 @@ from pathlib import Path
 from hybridsearch.config.collections import CollectionConfig, SealedTerms
 from hybridsearch.config.settings import get_settings
 from hybridsearch.security.hashed_terms import HashedTerms
-from hybridsearch.security.sealing import CollectionSeal, create_collection_key, parse_keys_file
+from hybridsearch.security.sealing import CollectionSeal
+from hybridsearch.security.keys_file import create_collection_key, parse_keys_file
 from hybridsearch.corpus import beir_corpus_file, read_beir_corpus
 from hybridsearch.gateway.ingest.chunks import store_requests
 

@@ -78,7 +78,7 @@ app.add_typer(keys_app, name="keys", rich_help_panel=OPERATE)
 
 def create_collection_key(collection: str, keys_file: Optional[Path]) -> None:
     """`keys create -c NAME`: a sealed collection's key, never printed (only its id and the file)."""
-    from hybridsearch.security.sealing import create_collection_key as create, keys_path
+    from hybridsearch.security.keys_file import create_collection_key as create, keys_path
 
     settings = get_settings()
     path = keys_file or keys_path(settings)

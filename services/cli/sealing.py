@@ -18,7 +18,7 @@ KEYS_FILE = typer.Option(help="the sealing keys file (default: sealing.keys_file
 
 
 def _path(keys_file: Optional[Path]) -> Path:
-    from hybridsearch.security.sealing import keys_path
+    from hybridsearch.security.keys_file import keys_path
 
     return keys_file or keys_path(get_settings())
 
@@ -48,7 +48,8 @@ def keys_rotate(
     then both stores' records are sealed again in batches (vectors kept). Resumable: run it again after an
     interruption (kill -9 included) and it finishes the same rotation."""
     from hybridsearch.storage.holds import Held
-    from hybridsearch.security.sealing import SealingError, finish_rotation, start_rotation
+    from hybridsearch.security.sealing import SealingError
+    from hybridsearch.security.keys_file import finish_rotation, start_rotation
     from hybridsearch.reconcile.plan import Store
     from hybridsearch.reconcile.rotate import Rotator
 
@@ -94,7 +95,7 @@ def keys_rotate(
                       f"run `hybridsearch keys rotate -c {collection}` again to go on[/]", soft_wrap=True)
         raise typer.Exit(3)
     finish_rotation(path, collection, key_id)
-    from hybridsearch.security.sealing import KeysFile
+    from hybridsearch.security.keys_file import KeysFile
 
     keys = KeysFile(path).collection(collection)
     unused = rotation.unused(keys.key_ids if keys else [])
@@ -112,7 +113,7 @@ def keys_retire(
 ):
     """Remove an old key of a sealed collection from the keys file; refused while any record in either store
     is still sealed with it (`keys rotate` first) or while it is the active key."""
-    from hybridsearch.security.sealing import KeysFile, retire_key
+    from hybridsearch.security.keys_file import KeysFile, retire_key
     from hybridsearch.reconcile.rotate import Rotator
 
     path = _path(keys_file)
@@ -156,7 +157,7 @@ def keys_destroy(
     """Crypto-shred a sealed collection: its keys leave the keys file at once (a tombstone records when), so
     no record of it opens from then on; then its data is dropped from both stores and Redis. A search or a
     write on it is refused with the reason until `keys create -c NAME` starts the name afresh."""
-    from hybridsearch.security.sealing import KeysFile, destroy_keys
+    from hybridsearch.security.keys_file import KeysFile, destroy_keys
 
     settings = get_settings()
     config = settings.collections.get(collection)

@@ -36,7 +36,7 @@ from redis.exceptions import RedisError
 from hybridsearch.config.collections import collection_config
 from hybridsearch.config.settings import Settings
 from hybridsearch.storage.holds import Held, Holds
-from hybridsearch.security.sealing import KeysFile, keys_path
+from hybridsearch.security.keys_file import KeysFile, keys_path
 from hybridsearch.storage.stores import COLLECTION_RECORD
 from hybridsearch.contract.validation import Refusal, check_collection, check_written_collection
 from hybridsearch.gateway.backends import Backends

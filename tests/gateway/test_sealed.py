@@ -24,7 +24,7 @@ from stacks import STACK_ENV, redis_at_rest, running_stack, stack_env_on
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.client import GatewayClient
 from hybridsearch.client.errors import FailedPrecondition, NotFound
-from hybridsearch.security.sealing import create_collection_key
+from hybridsearch.security.keys_file import create_collection_key
 from hybridsearch.expansion import cache as expansion_cache
 from hybridsearch.gateway.query import paging
 from hybridsearch.v1 import common_pb2, ingest_pb2, search_pb2

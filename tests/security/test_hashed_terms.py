@@ -11,7 +11,8 @@ from hybridsearch.bm25.tantivy_engine import TantivyBm25Engine
 from hybridsearch.config.collections import CollectionConfig
 from hybridsearch.config.settings import Settings
 from hybridsearch.security.hashed_terms import TERM, TERM_HEX, HashedTerms, hashes_terms
-from hybridsearch.security.sealing import CollectionKey, CollectionKeys, CollectionSeal
+from hybridsearch.security.sealing import CollectionSeal
+from hybridsearch.security.keys_file import CollectionKey, CollectionKeys
 from hybridsearch.v1 import common_pb2
 
 SETTINGS = Settings()

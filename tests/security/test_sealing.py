@@ -12,13 +12,10 @@ import yaml
 
 from hybridsearch.config.collections import CollectionConfig
 from hybridsearch.config.settings import Settings
-from hybridsearch.security.sealing import (
+from hybridsearch.security.keys_file import (
     CollectionKey,
     CollectionKeys,
-    CollectionSeal,
     KeysFile,
-    Sealer,
-    SealingError,
     create_collection_key,
     destroy_keys,
     finish_rotation,
@@ -27,6 +24,7 @@ from hybridsearch.security.sealing import (
     retire_key,
     start_rotation,
 )
+from hybridsearch.security.sealing import CollectionSeal, Sealer, SealingError
 from hybridsearch.text.tags import query_keywords, split_tags
 from hybridsearch.v1 import common_pb2
 
