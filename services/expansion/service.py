@@ -22,7 +22,8 @@ import grpc
 
 from hybridsearch.bm25.analyzer import Analyzers
 from hybridsearch.config.collections import collection_config
-from hybridsearch.config.settings import ExpansionSettings, Settings, get_settings
+from hybridsearch.config.search import ExpansionSettings
+from hybridsearch.config.settings import Settings, get_settings
 from hybridsearch.query.effort import Expansion, effort_policy, why_not_expand
 from hybridsearch.text.language import DETECTOR, Detection, documents_language, query_language
 from hybridsearch.runtime.server import internal_channel, serve

@@ -9,7 +9,7 @@ predate the maps."""
 from __future__ import annotations
 
 from hybridsearch.query import legs
-from hybridsearch.config.settings import FusionSettings
+from hybridsearch.config.search import FusionSettings
 from hybridsearch.contract.validation import InvalidArgument
 from hybridsearch.fusion.methods import FusionMethod, FusionParams
 from hybridsearch.v1 import common_pb2, fusion_pb2

@@ -9,7 +9,7 @@ import tritonclient.grpc.aio as triton_grpc
 from opentelemetry.trace import SpanKind
 
 from hybridsearch.runtime import metrics
-from hybridsearch.config.settings import RerankSettings
+from hybridsearch.config.search import RerankSettings
 from hybridsearch.runtime.telemetry import inject_headers, tracer
 
 MAX_PASSAGE_CHARS = 2000

@@ -39,7 +39,7 @@ import numpy as np
 import qdrant_edge as qe
 from qdrant_client import models
 
-from hybridsearch.config.settings import VectorSettings
+from hybridsearch.config.stores import VectorSettings
 from hybridsearch.storage.stores import CollectionExists, EngineUnavailable, read_record, write_record
 from hybridsearch.contract.validation import check_collection
 from hybridsearch.vector.store import (

@@ -27,7 +27,8 @@ import grpc
 import numpy as np
 from qdrant_client import AsyncQdrantClient, models
 
-from hybridsearch.config.settings import VectorSettings, get_settings
+from hybridsearch.config.stores import VectorSettings
+from hybridsearch.config.settings import get_settings
 from hybridsearch.vector.beam import REFRESH_S, search_ef
 from hybridsearch.storage.stores import (
     CONTENT_FIELDS,

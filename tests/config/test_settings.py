@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from hybridsearch.config.settings import FusionSettings, Settings
+from hybridsearch.config.search import FusionSettings
+from hybridsearch.config.settings import Settings
 
 
 def test_a_map_sets_the_legs_it_names_and_the_others_keep_their_defaults():

@@ -7,7 +7,7 @@ import grpc
 import pytest
 
 from hybridsearch.query import legs
-from hybridsearch.config.settings import FusionSettings
+from hybridsearch.config.search import FusionSettings
 from hybridsearch.runtime.server import create_server
 from hybridsearch.fusion.params import params_from_settings, params_to_proto
 from hybridsearch.fusion.service import FusionServicer

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hybridsearch.query import legs
-from hybridsearch.config.settings import FusionSettings
+from hybridsearch.config.search import FusionSettings
 from hybridsearch.contract.validation import InvalidArgument
 from hybridsearch.fusion.methods import FusionMethod, FusionParams, Item, QueryKind, Ranking, fuse
 from hybridsearch.fusion.params import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hybridsearch.config.settings import RerankSettings
+from hybridsearch.config.search import RerankSettings
 from hybridsearch.gateway.query.rerank_policy import ModelInfo, decide_rerank, needs_model, pool_bound
 from hybridsearch.v1 import common_pb2, search_pb2
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hybridsearch.query import legs
 
 from hybridsearch.runtime import metrics
-from hybridsearch.config.settings import FusionSettings
+from hybridsearch.config.search import FusionSettings
 from hybridsearch.v1 import common_pb2
 
 

@@ -20,7 +20,8 @@ from google.protobuf import text_format
 from tokenizers import Tokenizer
 from tritonclient.grpc import model_config_pb2 as mc
 
-from hybridsearch.config.settings import RerankSettings, Settings
+from hybridsearch.config.search import RerankSettings
+from hybridsearch.config.settings import Settings
 from hybridsearch.runtime.models import ModelUnavailable, sha256_file
 from hybridsearch.reranker.export import install_shipped, onnx_scorer
 from hybridsearch.reranker.gpu_repository import STEPS_SOURCE, GpuOptions, build_gpu_repository

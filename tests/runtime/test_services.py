@@ -16,7 +16,7 @@ from hybridsearch.runtime import metrics
 from hybridsearch.runtime import services
 
 from hybridsearch.security import tls
-from hybridsearch.config.settings import Endpoints
+from hybridsearch.config.deployment import Endpoints
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.launcher import SERVICES as STARTED
 from hybridsearch.tools.faults.drill import NAMES_PART

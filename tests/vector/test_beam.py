@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from hybridsearch.config.settings import VectorSettings
+from hybridsearch.config.stores import VectorSettings
 from hybridsearch.tools.perf.edge_bench import chunks_for
 from hybridsearch.vector import beam, store as store_module
 from hybridsearch.vector.beam import EF_BY_SIZE, search_ef

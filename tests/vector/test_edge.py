@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import qdrant_edge as qe
 
-from hybridsearch.config.settings import VectorSettings
+from hybridsearch.config.stores import VectorSettings
 from hybridsearch.storage.stores import EngineUnavailable
 from hybridsearch.v1 import common_pb2
 from hybridsearch.storage.stores import COLLECTION_RECORD as SPACE_FILE

@@ -3,7 +3,7 @@ they rank (the store test, tests/vector/test_store.py, reads the same payloads f
 
 from __future__ import annotations
 
-from hybridsearch.config.settings import GraphSettings
+from hybridsearch.config.search import GraphSettings
 from hybridsearch.vector.neighbours import EdgeWeights, key_owners, neighbour_edges, ranked, strongest
 
 W = EdgeWeights(explicit=1.0, wiki=0.7, ambiguous=0.4)

@@ -17,7 +17,8 @@ from qdrant_client import grpc as qgrpc
 from qdrant_client import models
 from qdrant_client.grpc import collections_service_pb2_grpc, points_service_pb2_grpc
 
-from hybridsearch.config.settings import Settings, VectorSettings
+from hybridsearch.config.settings import Settings
+from hybridsearch.config.stores import VectorSettings
 from hybridsearch.contract.validation import Refusal
 from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.edge import EdgeStore

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hybridsearch.config.settings import RerankSettings
+from hybridsearch.config.search import RerankSettings
 from hybridsearch.query.effort import RerankDefault, effort_policy
 from hybridsearch.v1 import search_pb2
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hybridsearch.config.settings import VectorSettings
+from hybridsearch.config.stores import VectorSettings
 from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.edge import EdgeStore
 

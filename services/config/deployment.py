@@ -1,0 +1,58 @@
+"""Where the parts are and what they keep: the services' endpoints, Redis in its two roles, snapshot repositories."""
+
+from __future__ import annotations
+
+
+from pydantic import BaseModel, Field
+
+
+from hybridsearch.runtime import services
+
+
+class Endpoints(BaseModel):
+    """Where each service listens (server side) and is reached (client side): a port and an address per
+    service of the table (runtime.services; tests/runtime/test_services.py checks the fields are its rows)."""
+
+    host: str = "127.0.0.1"
+    gateway_port: int = services.BY_NAME["gateway"].port
+    bm25_port: int = services.BY_NAME["bm25"].port
+    vector_port: int = services.BY_NAME["vector"].port
+    expansion_port: int = services.BY_NAME["expansion"].port
+    fusion_port: int = services.BY_NAME["fusion"].port
+    # Addresses other services dial; empty means host:port above. On Kubernetes these are
+    # service DNS names (bm25:50052).
+    bm25_addr: str = ""
+    vector_addr: str = ""
+    expansion_addr: str = ""
+    fusion_addr: str = ""
+    gateway_addr: str = ""
+
+    def addr(self, service: str) -> str:
+        explicit = getattr(self, f"{service}_addr")
+        return explicit or f"{self.host}:{getattr(self, f'{service}_port')}"
+
+
+class RedisSettings(BaseModel):
+    """The deployment's Redis in its two roles (docs/operations.md, "Redis"). State must never be evicted: drop
+    epochs, restore marks, holds, aliases (serve all: an append-only file, noeviction). Caches may be: expansion
+    answers, query vectors, page orders (serve all: at most cache_max_mb, least recently used evicted first,
+    nothing on disk); a full cache evicts, it never refuses a write or pushes state out."""
+    state_url: str = "redis://127.0.0.1:6379/0"
+    # Empty: the caches share the state Redis, bounded by their TTLs only (one Redis that must not evict).
+    cache_url: str = "redis://127.0.0.1:6380/0"
+    cache_max_mb: int = Field(256, ge=8)
+
+    @property
+    def cache_at(self) -> str:
+        """The URL the caches use."""
+        return self.cache_url or self.state_url
+
+
+class SnapshotSettings(BaseModel):
+    """Where snapshots go (hybridsearch.snapshots, docs/operations.md): a folder, or `s3://bucket/prefix` read and
+    written by every store service and the gateway with boto3 (credentials from AWS's usual variables or the
+    pod's role). Unset: data_dir/snapshots/repository."""
+
+    repository: str = ""
+    s3_endpoint_url: str | None = None  # another S3-API server than AWS's (MinIO, moto in the tests)
+    s3_region: str = "us-east-1"
