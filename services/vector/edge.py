@@ -42,10 +42,10 @@ from qdrant_client import models
 from hybridsearch.config.stores import VectorSettings
 from hybridsearch.storage.stores import CollectionExists, EngineUnavailable, read_record, write_record
 from hybridsearch.contract.validation import check_collection
-from hybridsearch.vector.store import (
+from hybridsearch.vector.store import ChunkPointStore
+from hybridsearch.vector.points import (
     SCROLL_PAGE,
     UPSERT_BATCH,
-    ChunkPointStore,
     VectorSpace,
     collection_config,
     payload_indexes,

@@ -8,7 +8,7 @@ from typing import Protocol
 
 from hybridsearch.storage.stores import EngineStats, UpsertResult
 from hybridsearch.v1 import common_pb2
-from hybridsearch.vector.store import VectorSpace
+from hybridsearch.vector.points import VectorSpace
 
 
 class DenseEngine(Protocol):

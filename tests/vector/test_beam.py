@@ -13,7 +13,7 @@ from hybridsearch.tools.perf.edge_bench import chunks_for
 from hybridsearch.vector import beam, store as store_module
 from hybridsearch.vector.beam import EF_BY_SIZE, search_ef
 from hybridsearch.vector.edge import EdgeStore
-from hybridsearch.vector.store import search_params
+from hybridsearch.vector.points import search_params
 
 
 @pytest.mark.parametrize("points,ef", [(0, 128), (5_183, 128), (100_000, 128), (150_001, 256), (400_000, 512),

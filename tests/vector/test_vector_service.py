@@ -22,7 +22,7 @@ from hybridsearch.v1 import common_pb2, vector_pb2
 from hybridsearch.vector import static
 from hybridsearch.vector.embedder import open_embedder
 from hybridsearch.vector.service import VectorEngine
-from hybridsearch.vector.store import VectorSpace
+from hybridsearch.vector.points import VectorSpace
 
 
 def point(i: int, sealed: bool = False) -> SimpleNamespace:

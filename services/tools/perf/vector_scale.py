@@ -36,7 +36,7 @@ from hybridsearch.tools.perf.store_probe import data_size_mib, probe
 from hybridsearch.v1 import ingest_pb2
 from hybridsearch.vector.edge import EdgeStore, edge_search_params
 from hybridsearch.vector.embedder import EmbeddingCache, open_embedder
-from hybridsearch.vector.store import point_id
+from hybridsearch.vector.points import point_id
 
 COLLECTION = "vector-scale"
 LOADED = "vector-scale-loaded.json"  # beside the store: a finished bulk load's figures (a resumed run skips it)
