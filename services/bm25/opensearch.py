@@ -7,12 +7,7 @@ stemmer), a `flat` field holding title+heading+text, a `title` field added with 
 `field_<key>` text field per declared text field (`CollectionConfig.fields`, metadata key -> boost),
 summed in with its boost (multi_match most_fields).
 
-Typo tolerance (`fuzzy`): a second clause, the same fields matched with Lucene's `fuzziness` (one edit
-from MIN_FUZZY_CHARS characters on, `prefix_length` 1, at most MAX_EXPANSIONS terms per word, as the
-embedded engines' fuzzy.py), weighted FUZZY_WEIGHT, so exact matches score above fuzzy ones. Unlike the
-embedded engines, Lucene also expands words the index knows (it cannot ask for document frequencies
-first) and has no prefix expansion, and `correct` returns the query unchanged (the vector leg then embeds
-what was typed).
+Queries, filters and responses: bm25/opensearch_search.py (typo tolerance there too).
 
 Every collection is analyzed in its declared language (`CollectionConfig.language`): CreateCollection
 creates an index in that language, and refuses another (per-collection languages: the tantivy engine).
@@ -47,10 +42,7 @@ from opensearchpy.exceptions import (
 )
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from hybridsearch.bm25.analyzer import SNOWBALL, STOPWORD_LISTS
 from hybridsearch.bm25.engine import declared_only, field_name, requested_language
-from hybridsearch.bm25.fuzzy import FUZZY_WEIGHT, MAX_EXPANSIONS, MIN_FUZZY_CHARS
-from hybridsearch.text.language import AUTO
 from hybridsearch.text.chunking import indexed_text
 from hybridsearch.runtime.iterables import batched
 from hybridsearch.contract.validation import is_collection_name
@@ -71,158 +63,14 @@ from hybridsearch.storage.stores import (
 )
 from hybridsearch.v1 import common_pb2
 
+from hybridsearch.bm25.opensearch_index import SPAN_MAPPING, index_body, with_fields
+from hybridsearch.bm25.opensearch_search import text_query, check_search_response, filter_clauses
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-ANALYZER = "hybridsearch_english"
-SIMILARITY = "hybridsearch_bm25"
 # terms queries and aggregations over document ids go in slices of this many ids.
 IDS_PER_REQUEST = 1000
 RETRYABLE_STATUS = {429, 502, 503, 504}
-# Lucene's AUTO:low,high: no edit under `low` characters, one up to `high`, two from there (never, in practice).
-FUZZINESS = f"AUTO:{MIN_FUZZY_CHARS},256"
-FUZZY_PREFIX_LENGTH = 1  # the first character is never fuzzed: fewer terms to enumerate
-
-
-def with_fields(body: dict[str, Any], fields: dict[str, float]) -> dict[str, Any]:
-    """An index body with a text field per declared text field, analyzed and scored as `flat`."""
-    if not fields:
-        return body
-    properties = body["mappings"]["properties"]
-    extra = {field_name(key): dict(properties["flat"]) for key in sorted(fields)}
-    return {**body, "mappings": {**body["mappings"], "properties": {**properties, **extra}}}
-
-
-def stemmer_filter(stemmer: str) -> str | dict[str, str]:
-    """The OpenSearch token filter for a PyStemmer algorithm name."""
-    if stemmer == "porter":
-        return "porter_stem"  # Lucene's PorterStemmer (see docs/opensearch.md for its three departures)
-    if stemmer == "english":
-        return {"type": "stemmer", "language": "porter2"}  # Snowball English, as PyStemmer's "english"
-    return {"type": "snowball", "language": stemmer.capitalize()}
-
-
-def analysis_chain(stemmer: str, stopwords: str, language: str) -> tuple[dict[str, Any], list[str]]:
-    """(token filters, filter chain) of the embedded analyzer for `language` (bm25/analyzer.py).
-
-    English: possessive, lowercase, the configured stopwords, the configured stemmer. Another language:
-    lowercase, its stopword list, Lucene's Snowball stemmer of the same name (PyStemmer's algorithm): the
-    embedded engine's terms, where OpenSearch's built-in language analyzers (`german`: light_german stemmer,
-    german_normalization folding umlauts) would index other terms than the embedded engines."""
-    if language == AUTO:
-        raise ValueError("language 'auto' (per-document analysis) needs an embedded engine (embedded | bm25s); "
-                         "declare the collection's language for OpenSearch")
-    if language in SNOWBALL:
-        stemmer, stop = SNOWBALL[language][0], frozenset(SNOWBALL[language][1])
-        filters: dict[str, Any] = {}
-        chain = ["lowercase"]
-    else:
-        if stopwords not in STOPWORD_LISTS:
-            raise ValueError(f"unknown stopword list {stopwords!r}: choose one of {', '.join(STOPWORD_LISTS)}")
-        stop = STOPWORD_LISTS[stopwords]
-        filters = {"hybridsearch_possessive": {"type": "stemmer", "language": "possessive_english"}}
-        chain = ["hybridsearch_possessive", "lowercase"]
-    if stop:
-        # An explicit list, never `_english_`: the embedded engine's list is the reference.
-        filters["hybridsearch_stop"] = {"type": "stop", "stopwords": sorted(stop)}
-        chain.append("hybridsearch_stop")
-    stem = stemmer_filter(stemmer)
-    if isinstance(stem, dict):
-        filters["hybridsearch_stem"] = stem
-        stem = "hybridsearch_stem"
-    chain.append(stem)
-    return filters, chain
-
-
-SPAN_MAPPING = {"type": "integer", "index": False}  # a chunk's SourceSpan, stored only
-
-
-def index_body(*, k1: float, b: float, stemmer: str, stopwords: str, shards: int, replicas: int,
-               language: str = "en") -> dict[str, Any]:
-    """Settings and mapping of a collection's index: the embedded engine's analysis and BM25."""
-    filters, chain = analysis_chain(stemmer, stopwords, language)
-    text = {"type": "text", "analyzer": ANALYZER, "similarity": SIMILARITY}
-    return {
-        "settings": {
-            "index": {
-                "number_of_shards": shards,
-                "number_of_replicas": replicas,
-                "similarity": {SIMILARITY: {"type": "BM25", "k1": k1, "b": b}},
-            },
-            "analysis": {
-                "filter": filters,
-                "analyzer": {ANALYZER: {"type": "custom", "tokenizer": "standard", "filter": chain}},
-            },
-        },
-        "mappings": {
-            "dynamic": "strict",
-            # Metadata values are exact-match strings (filters compare whole values), never analyzed.
-            "dynamic_templates": [
-                {"metadata_as_keywords": {"path_match": "meta.*", "match_mapping_type": "string",
-                                          "mapping": {"type": "keyword"}}}
-            ],
-            "properties": {
-                "flat": text,
-                "title": text,
-                "heading": {"type": "text", "index": False},
-                "text": {"type": "text", "index": False},
-                "doc_id": {"type": "keyword"},
-                "position": {"type": "integer"},
-                "content_hash": {"type": "keyword"},
-                "write_id": {"type": "keyword"},
-                # One chunk a document carries it: exact document counts and hash look-ups.
-                "first_chunk": {"type": "boolean"},
-                "meta": {"type": "object", "dynamic": True},
-                SPAN: SPAN_MAPPING,
-            },
-        },
-    }
-
-
-def filter_clauses(filters: list[common_pb2.MetadataFilter]) -> tuple[list[dict], list[dict]]:
-    """(filter, must_not) clauses with the semantics of validation.matches_filters."""
-    must, must_not = [], []
-    for f in filters:
-        key = f"meta.{f.field}"
-        which = f.WhichOneof("condition")
-        if which == "equals":
-            must.append({"term": {key: f.equals}})
-        elif which == "any_of":
-            must.append({"terms": {key: list(f.any_of.values)}})
-        elif which == "not_equals":
-            must_not.append({"term": {key: f.not_equals}})
-    return must, must_not
-
-
-def check_search_response(response: dict[str, Any]) -> dict[str, Any]:
-    """The response if it is complete; EngineUnavailable if any shard failed or the search timed out."""
-    if "error" in response:
-        error = response["error"]
-        reason = error.get("reason", error) if isinstance(error, dict) else error
-        causes = _root_causes(error)
-        detail = f"{reason} ({causes})" if causes else f"{reason}"
-        raise EngineUnavailable(f"search failed (status {response.get('status')}): {detail}")
-    shards = response.get("_shards", {})
-    if shards.get("failed", 0) > 0:
-        raise EngineUnavailable(
-            f"{shards['failed']} of {shards.get('total')} shards failed: "
-            f"{_shard_failures(shards.get('failures', []))}"
-        )
-    if response.get("timed_out"):
-        raise EngineUnavailable("search timed out: the results are partial")
-    return response
-
-
-def _root_causes(error: Any) -> str:
-    if not isinstance(error, dict):
-        return ""
-    causes = error.get("root_cause") or []
-    return "; ".join(f"{c.get('type')}: {c.get('reason')}" for c in causes if isinstance(c, dict))
-
-
-def _shard_failures(failures: list[dict[str, Any]]) -> str:
-    reasons = {f"{f.get('index')}: {(f.get('reason') or {}).get('type')}: {(f.get('reason') or {}).get('reason')}"
-               for f in failures}
-    return "; ".join(sorted(reasons)) or "no reason given"
 
 
 def _retryable(err: BaseException) -> bool:
@@ -465,18 +313,7 @@ class OpenSearchBm25Engine:
         return int(response["count"])
 
     def _text_query(self, text: str, collection: str, fuzzy: bool) -> dict[str, Any]:
-        boosted = ([f"title^{self.title_boost}"] if self.title_boost > 0 else []) + \
-            [f"{field_name(key)}^{boost}" for key, boost in sorted(self.fields_of(collection).items())]
-        # most_fields sums the field scores: BM25(flat) + boost x BM25(field) per field, as embedded.
-        exact = ({"multi_match": {"query": text, "type": "most_fields", "fields": ["flat", *boosted]}} if boosted
-                 else {"match": {"flat": {"query": text}}})
-        if not fuzzy:
-            return exact
-        typos = {"multi_match": {"query": text, "type": "most_fields", "fields": ["flat", *boosted],
-                                 "fuzziness": FUZZINESS, "prefix_length": FUZZY_PREFIX_LENGTH,
-                                 "max_expansions": MAX_EXPANSIONS, "fuzzy_transpositions": True,
-                                 "boost": FUZZY_WEIGHT}}
-        return {"bool": {"should": [exact, typos]}}
+        return text_query(text, self.fields_of(collection), self.title_boost, fuzzy)
 
     async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False):
         if not await self._exists(collection):

@@ -59,7 +59,8 @@ def build_engine(settings: Settings) -> LexicalEngine:
         return EmbeddedBm25Engine(settings.data_dir / "bm25", cfg.k1, cfg.b, cfg.stemmer, cfg.stopwords, cfg.title_boost,
                                   language_of=language_of)
     if cfg.engine == "opensearch":
-        from hybridsearch.bm25.opensearch import OpenSearchBm25Engine, analysis_chain
+        from hybridsearch.bm25.opensearch import OpenSearchBm25Engine
+        from hybridsearch.bm25.opensearch_index import analysis_chain
 
         for name in settings.collections:  # refused at start, not at a collection's first write
             analysis_chain(cfg.stemmer, cfg.stopwords, language_of(name))

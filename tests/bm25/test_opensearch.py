@@ -24,7 +24,9 @@ from stacks import PORT_SHIFT
 
 from hybridsearch.bm25.analyzer import STOPWORD_LISTS, EnglishAnalyzer
 from hybridsearch.bm25.embedded import EmbeddedBm25Engine
-from hybridsearch.bm25.opensearch import ANALYZER, OpenSearchBm25Engine, check_search_response
+from hybridsearch.bm25.opensearch_index import ANALYZER
+from hybridsearch.bm25.opensearch import OpenSearchBm25Engine
+from hybridsearch.bm25.opensearch_search import check_search_response
 from hybridsearch.bm25.service import Bm25Servicer
 from hybridsearch.storage.stores import EngineUnavailable
 from hybridsearch.text.chunking import content_hash
@@ -426,7 +428,7 @@ async def test_settings_select_and_configure_the_engine(monkeypatch):
 
 def test_a_declared_language_maps_onto_the_same_snowball_chain_and_auto_is_refused():
     from hybridsearch.bm25.analyzer import SNOWBALL
-    from hybridsearch.bm25.opensearch import index_body
+    from hybridsearch.bm25.opensearch_index import index_body
 
     body = index_body(k1=1.2, b=0.75, stemmer="porter", stopwords="en_plus", shards=1, replicas=0, language="de")
     analysis = body["settings"]["analysis"]
