@@ -5,7 +5,8 @@ import asyncio
 import threading
 
 from hybridsearch.bm25.group_commit import GroupCommit
-from hybridsearch.bm25.tantivy_engine import Delete, TantivyBm25Engine, Upsert, _Collection
+from hybridsearch.bm25.tantivy_collection import Delete, TantivyCollection, Upsert
+from hybridsearch.bm25.tantivy_engine import TantivyBm25Engine
 from hybridsearch.text.chunking import content_hash
 from hybridsearch.storage.stores import UpsertResult
 from hybridsearch.v1 import common_pb2
@@ -80,7 +81,7 @@ def chunk(doc_id, text):
                             content_hash=content_hash("", text, {}))
 
 
-def collection(engine: TantivyBm25Engine, name="c") -> _Collection:
+def collection(engine: TantivyBm25Engine, name="c") -> TantivyCollection:
     return engine._collection(name)
 
 
@@ -105,14 +106,14 @@ async def test_one_group_keeps_its_writes_order(tmp_path):
 async def test_a_failing_write_fails_alone_and_the_rest_of_its_group_lands(tmp_path, monkeypatch):
     engine = TantivyBm25Engine(tmp_path)
     store = collection(engine)
-    document = _Collection._document
+    document = TantivyCollection._document
 
     def fussy(self, c, analyzer):
         if c.doc_id == "poison":
             raise ValueError("cannot index poison")
         return document(self, c, analyzer)
 
-    monkeypatch.setattr(_Collection, "_document", fussy)
+    monkeypatch.setattr(TantivyCollection, "_document", fussy)
     results = store.apply([Upsert([chunk("a", "alpha")]), Upsert([chunk("poison", "x")]),
                            Upsert([chunk("b", "beta")])])
     assert isinstance(results[1], ValueError)

@@ -54,7 +54,7 @@ BUCKETS: dict[str, list[str]] = {
     "paging": ["gateway/query/paging.py", "gateway/query/next_page.py"],
     "fusion": ["fusion/", "gateway/query/fuse.py"],
     "circuit breakers": ["purgatory/", "gateway/breakers.py"],
-    "engine": ["bm25/tantivy_engine.py", "bm25/engine.py", "bm25/embedded.py", "bm25/analyzer.py", "bm25/fuzzy.py",
+    "engine": ["bm25/tantivy_engine.py", "bm25/tantivy_collection.py", "bm25/engine.py", "bm25/embedded.py", "bm25/analyzer.py", "bm25/fuzzy.py",
                "bm25/opensearch.py", "bm25s/", "tantivy", "vector/edge.py", "vector/store.py", "vector/engine.py",
                "vector/neighbours.py", "VectorEngine.", "qdrant", "expansion/prf.py", "expansion/llm.py",
                "expansion/cache.py", "expansion/signals.py", "redis/"],
