@@ -44,7 +44,8 @@ from hybridsearch.vector.edge import EdgeStore
 from hybridsearch.vector.engine import DenseEngine
 from hybridsearch.vector.neighbours import EdgeWeights, ranked, strongest
 from hybridsearch.vector.query_cache import QueryVectorCache
-from hybridsearch.vector.store import ChunkPointStore, QdrantStore
+from hybridsearch.vector.qdrant import QdrantStore
+from hybridsearch.vector.store import ChunkPointStore
 from hybridsearch.vector.points import NEIGHBOUR_CHUNKS, VectorSpace
 
 MAX_SEEDS = 50

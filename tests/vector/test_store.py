@@ -23,7 +23,8 @@ from hybridsearch.contract.validation import Refusal
 from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.edge import EdgeStore
 from hybridsearch.vector.neighbours import EdgeWeights
-from hybridsearch.vector.store import ChunkPointStore, QdrantStore
+from hybridsearch.vector.qdrant import QdrantStore
+from hybridsearch.vector.store import ChunkPointStore
 from hybridsearch.vector.points import VectorSpace, collection_config, payload_indexes, point_id, search_params
 
 # store.py silences local mode's "ignored" warnings at import; pytest resets filters after collection.
