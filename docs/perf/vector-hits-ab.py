@@ -20,7 +20,7 @@ from hybridsearch.storage.store_servicer import trim_texts
 from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.edge import EdgeStore
 from hybridsearch.vector.embedder import QueryEncoder
-from hybridsearch.vector.service import VectorEngine
+from hybridsearch.vector.dense import VectorEngine
 
 
 async def main() -> None:

@@ -21,7 +21,7 @@ from hybridsearch.contract.validation import InvalidArgument, Refusal
 from hybridsearch.v1 import common_pb2, vector_pb2
 from hybridsearch.vector import static
 from hybridsearch.vector.embedder import open_embedder
-from hybridsearch.vector.service import VectorEngine
+from hybridsearch.vector.dense import VectorEngine
 from hybridsearch.vector.points import VectorSpace
 
 

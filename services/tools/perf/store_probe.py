@@ -26,7 +26,8 @@ import qdrant_edge as qe
 from hybridsearch.bm25.service import build_engine
 from hybridsearch.config.settings import Settings
 from hybridsearch.tools.perf.edge_bench import recall_at_k
-from hybridsearch.vector.edge import EdgeStore, edge_search_params
+from hybridsearch.vector.edge import EdgeStore
+from hybridsearch.vector.edge_models import edge_search_params
 from hybridsearch.vector.e5 import Role
 from hybridsearch.vector.embedder import open_embedder
 

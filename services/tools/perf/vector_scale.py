@@ -34,7 +34,8 @@ from hybridsearch.corpus import read_documents
 from hybridsearch.gateway.ingest.chunks import document_chunks
 from hybridsearch.tools.perf.store_probe import data_size_mib, probe
 from hybridsearch.v1 import ingest_pb2
-from hybridsearch.vector.edge import EdgeStore, edge_search_params
+from hybridsearch.vector.edge import EdgeStore
+from hybridsearch.vector.edge_models import edge_search_params
 from hybridsearch.vector.embedder import EmbeddingCache, open_embedder
 from hybridsearch.vector.points import point_id
 
