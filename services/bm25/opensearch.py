@@ -32,15 +32,9 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from opensearchpy import AsyncOpenSearch, helpers
-from opensearchpy.exceptions import ConnectionError as TransportConnectionError
 from opensearchpy.exceptions import (
-    ConnectionTimeout,
-    NotFoundError,
-    OpenSearchException,
     RequestError,
-    TransportError,
 )
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from hybridsearch.bm25.engine import declared_only, field_name, requested_language
 from hybridsearch.text.chunking import indexed_text
@@ -63,6 +57,7 @@ from hybridsearch.storage.stores import (
 )
 from hybridsearch.v1 import common_pb2
 
+from hybridsearch.bm25.opensearch_calls import cluster_call
 from hybridsearch.bm25.opensearch_index import SPAN_MAPPING, index_body, with_fields
 from hybridsearch.bm25.opensearch_search import text_query, check_search_response, filter_clauses
 
@@ -70,13 +65,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 # terms queries and aggregations over document ids go in slices of this many ids.
 IDS_PER_REQUEST = 1000
-RETRYABLE_STATUS = {429, 502, 503, 504}
-
-
-def _retryable(err: BaseException) -> bool:
-    if isinstance(err, (TransportConnectionError, ConnectionTimeout)):
-        return True
-    return isinstance(err, TransportError) and err.status_code in RETRYABLE_STATUS
 
 
 class OpenSearchBm25Engine:
@@ -127,26 +115,9 @@ class OpenSearchBm25Engine:
                 "title_boost": str(self.title_boost), "url": self.url}
 
     async def _call(self, what: str, request: Callable[[], Awaitable[T]], *, retry: bool = False) -> T:
-        """Runs one client request; transport failures become EngineUnavailable."""
-        try:
-            if not retry:
-                return await request()
-            async for attempt in AsyncRetrying(
-                stop=stop_after_attempt(self.write_attempts), wait=wait_exponential(multiplier=0.2, max=5),
-                retry=retry_if_exception(_retryable), reraise=True,
-            ):
-                with attempt:
-                    return await request()
-        except helpers.BulkIndexError:
-            raise
-        except NotFoundError as err:
-            self._known.clear()  # an index deleted behind our back: look again next time
-            raise EngineUnavailable(f"opensearch {what} at {self.url}: not found: {err}") from err
-        except ConnectionTimeout as err:
-            raise EngineUnavailable(f"opensearch {what} at {self.url} timed out after {self.timeout_s}s") from err
-        except (OpenSearchException, TransportError) as err:
-            raise EngineUnavailable(f"opensearch {what} at {self.url} failed: {err}") from err
-        raise AssertionError("unreachable")
+        """Runs one client request (bm25/opensearch_calls.py); an index missing makes the next write look again."""
+        return await cluster_call(what, request, self.url, self.timeout_s, self.write_attempts if retry else 0,
+                                  on_not_found=self._known.clear)
 
     async def score_scale(self) -> float:
         """Factor that puts the server's BM25 scores on the embedded engine's scale.
