@@ -87,17 +87,16 @@ class Catalog:
         request = stores_pb2.StoreCollectionsRequest(names=names)
         calls = [asyncio.ensure_future(stub.ListCollections(request, timeout=timeout)) for stub in self._stubs()]
         held, failed = set(), False
-        try:
-            for call in asyncio.as_completed(calls):
-                try:
-                    held |= {c.name for c in (await call).collections}
-                except Exception:  # noqa: BLE001 - any failure of a store's answer: it may hold them
-                    failed = True
-                if wanted <= held:
-                    break
-        finally:
-            for call in calls:
-                call.cancel()
+        for call in asyncio.as_completed(calls):
+            try:
+                held |= {c.name for c in (await call).collections}
+            except Exception:  # noqa: BLE001 - any failure of a store's answer: it may hold them
+                failed = True
+            if wanted <= held:
+                break
+        for call in calls:  # a call not waited for ends on its own, within its timeout (a cancelled call would
+            # leave the store's server span without its client span: a trace with two roots)
+            call.add_done_callback(_retrieved)
         return held, failed
 
     async def _restoring(self, names: list[str]) -> set[str]:
@@ -178,3 +177,9 @@ def narrowed(request: search_pb2.SearchRequest, searched: list[str],
     if out.collection in missing:
         out.collection = ""
     return out, [f"collection {name!r} does not exist: the answer is from {', '.join(kept)}" for name in missing]
+
+
+def _retrieved(call: asyncio.Future) -> None:
+    """Reads a finished call's outcome, so that a failure nobody waited for is not reported as never retrieved."""
+    if not call.cancelled():
+        call.exception()
