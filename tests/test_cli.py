@@ -70,7 +70,7 @@ def test_every_command_keeps_its_name_under_its_panel():
     group = typer.main.get_command(app)
     assert {name: cmd.rich_help_panel for name, cmd in group.commands.items()} == {
         name: panel for panel, names in PANELS.items() for name in names}
-    assert list(group.commands["keys"].commands) == ["create", "rotate", "retire", "destroy"]
+    assert list(group.commands["keys"].commands) == ["create", "rotate", "retire", "adopt", "destroy"]
     assert list(group.commands["collections"].commands) == ["drop"]
     assert list(group.commands["docs"].commands) == ["get", "delete"]
     assert list(group.commands["snapshot"].commands) == ["create", "list", "restore", "delete", "prune"]

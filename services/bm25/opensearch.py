@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from pathlib import Path
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -43,7 +42,6 @@ from hybridsearch.contract.validation import is_collection_name
 from hybridsearch.storage.stores import (
     LISTED_FIELDS,
     refuse_sealed,
-    SnapshotsUnsupported,
     EngineStats,
     EngineUnavailable,
     UpsertResult,
@@ -57,6 +55,7 @@ from hybridsearch.storage.stores import (
 )
 from hybridsearch.v1 import common_pb2
 
+from hybridsearch.bm25 import opensearch_snapshots
 from hybridsearch.bm25.opensearch_calls import cluster_call
 from hybridsearch.bm25.opensearch_index import SPAN_MAPPING, index_body, with_fields
 from hybridsearch.bm25.opensearch_search import text_query, check_search_response, filter_clauses
@@ -76,7 +75,7 @@ class OpenSearchBm25Engine:
                  stopwords: str = "en_plus", title_boost: float = 0.0, index_prefix: str = "hybridsearch-",
                  shards: int = 1, replicas: int = 1, timeout_s: float = 10.0, search_timeout_s: float = 5.0,
                  bulk_chunk_size: int = 500, bulk_max_bytes: int = 10 * 1024 * 1024,
-                 bulk_in_flight: int = 2, write_attempts: int = 4, language_of=None,
+                 bulk_in_flight: int = 2, write_attempts: int = 4, language_of=None, snapshot_repository: str = "",
                  fields_of: Callable[[str], dict[str, float]] = lambda collection: {}) -> None:
         # Shown in errors and stats: without credentials a URL may carry (http://user:secret@host).
         parts = urlsplit(url)
@@ -90,6 +89,7 @@ class OpenSearchBm25Engine:
         self.title_boost = title_boost
         self.fields_of = fields_of  # a collection's declared text fields and their boosts
         self.index_prefix = index_prefix
+        self.snapshot_repository = snapshot_repository  # registered in the cluster (bm25/opensearch_snapshots.py)
         # With several shards each scores with its own statistics unless dfs gathers global ones first.
         self.search_type = "dfs_query_then_fetch" if shards > 1 else "query_then_fetch"
         self.search_timeout = f"{int(search_timeout_s * 1000)}ms"
@@ -377,13 +377,11 @@ class OpenSearchBm25Engine:
         names = (index[len(self.index_prefix):] for index in found if index.startswith(self.index_prefix))
         return sorted(name for name in names if is_collection_name(name))
 
-    async def capture(self, collection: str, folder: Path) -> bool:
-        raise SnapshotsUnsupported(f"{self.name}: snapshots of an OpenSearch store are not wired: OpenSearch takes "
-                                   "its own (PUT _snapshot/<repository>/<snapshot>); the embedded engines snapshot "
-                                   "through hybridsearch")
+    # Snapshots are the cluster's own, into its registered repository (bm25/opensearch_snapshots.py).
+    capture, verify_restorable, install = opensearch_snapshots.capture, opensearch_snapshots.check, opensearch_snapshots.install
 
-    async def install(self, collection: str, folder: Path) -> None:
-        await self.capture(collection, folder)
+    def forget(self, collection: str) -> None:  # its index was made behind the engine's back: look again
+        self._known.discard(self.index(collection))
 
     async def drop(self, collection: str) -> bool:
         if not await self._exists(collection):

@@ -71,6 +71,7 @@ def build_engine(settings: Settings) -> LexicalEngine:
             replicas=cfg.opensearch_replicas, timeout_s=cfg.opensearch_timeout_s,
             search_timeout_s=cfg.opensearch_search_timeout_s, bulk_chunk_size=cfg.opensearch_bulk_chunk_size,
             bulk_max_bytes=cfg.opensearch_bulk_max_bytes, bulk_in_flight=cfg.opensearch_bulk_in_flight,
+            snapshot_repository=cfg.opensearch_snapshot_repository,
             language_of=language_of,
             fields_of=fields_of,
         )

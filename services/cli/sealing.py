@@ -1,5 +1,6 @@
 """A sealed collection's key lifecycle (docs/security.md "Sealed at rest"): `keys rotate`, `keys retire`,
-`keys destroy`, beside `keys create -c` (ops.py). Each names the keys file like `keys create -c` does."""
+`keys destroy`, `keys adopt` (another name's keys, for a snapshot restored under a new name), beside
+`keys create -c` (ops.py). Each names the keys file like `keys create -c` does."""
 
 from __future__ import annotations
 
@@ -146,6 +147,30 @@ def keys_retire(
     except (OSError, ValueError) as err:
         raise _fail(str(err)) from None
     console.print(f"key {key} of {collection!r} removed from {path}: no record used it")
+
+
+@keys_app.command("adopt")
+def keys_adopt(
+    collection: Annotated[str, typer.Option("--collection", "-c", help="the name a sealed snapshot is restored as")],
+    source: Annotated[str, typer.Option("--from", help="the sealed collection the snapshot was taken of")],
+    keys_file: Annotated[Optional[Path], KEYS_FILE] = None,
+):
+    """Give a new name copies of a sealed collection's keys and the name its records are sealed under, so a
+    snapshot of it restores as that name (`snapshot restore LOCATION -c NAME`) and opens there. The copies are
+    the new collection's own from then on: rotating or destroying one collection's keys leaves the other's."""
+    from hybridsearch.security.keys_file import adopt_keys
+
+    settings = get_settings()
+    path = _path(keys_file)
+    try:
+        key_ids = adopt_keys(path, collection, source)
+    except (OSError, ValueError) as err:
+        raise _fail(str(err)) from None
+    config = settings.collections.get(collection)
+    declared = "" if config is not None and config.sealed else (
+        f"; declare {collection!r} as {source!r} is (`sealed: true`) in the collections settings before restoring")
+    console.print(f"keys {', '.join(key_ids)} of {source!r} copied for {collection!r} in {path} (0600; no key is "
+                  f"shown): records restored from its snapshots open under the name they were sealed in{declared}")
 
 
 @keys_app.command("destroy")

@@ -35,6 +35,9 @@ class Bm25Settings(BaseModel):
     opensearch_bulk_chunk_size: int = Field(500, ge=1)
     opensearch_bulk_max_bytes: int = Field(10 * 1024 * 1024, ge=1024)
     opensearch_bulk_in_flight: int = Field(2, ge=1)
+    # Snapshots on OpenSearch are the cluster's own, into this repository registered in it (PUT _snapshot/NAME;
+    # bm25/opensearch_snapshots.py). Empty: a snapshot of a collection on OpenSearch is refused, naming this.
+    opensearch_snapshot_repository: str = ""
 
     @model_validator(mode="after")
     def _engine_supports_parameters(self) -> "Bm25Settings":

@@ -7,6 +7,12 @@ entry `rotating: <its id>` until every record is sealed with it (reconcile/rotat
 hashed under several keys coexist, so what a query matches is hashed under every key the collection holds
 (`CollectionSeal.digests`, active first: filters, boosts, the tag leg). `keys retire` removes a key no record
 uses; `keys destroy` replaces the entry by a tombstone, after which the collection's records open no more.
+
+**Keys adopted under another name** (`keys adopt -c NEW --from OLD`): a sealed record carries the name of the
+collection it was sealed in as associated data, so a snapshot of OLD restored as NEW (snapshots/coordinator.py)
+opens only with OLD's keys *and* OLD's name. The entry NEW gets holds copies of OLD's keys and `sealed_as: OLD`,
+the name its records (old and new alike) are sealed under. The two entries are independent from then on: a
+rotation or a destroy of one leaves the other as it was.
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ class CollectionKeys:
     keys: dict[str, CollectionKey]
     rotating: str = ""
     destroyed: Destroyed | None = None
+    sealed_as: str = ""  # the name its records are sealed under when not its own (keys adopt)
 
     @property
     def key_ids(self) -> list[str]:
@@ -105,7 +112,10 @@ def parse_keys_file(text: str, where: str) -> dict[str, CollectionKeys]:
         rotating = str(entry.get("rotating") or "")
         if rotating and rotating not in keys:
             raise ValueError(f"{where}: collection {name!r}: rotating to key {rotating!r}, which is not among its keys")
-        out[str(name)] = CollectionKeys(active, keys, rotating)
+        sealed_as = str(entry.get("sealed_as") or "")
+        if sealed_as and not COLLECTION_NAME.fullmatch(sealed_as):
+            raise ValueError(f"{where}: collection {name!r}: sealed_as {sealed_as[:80]!r} is not a collection name")
+        out[str(name)] = CollectionKeys(active, keys, rotating, sealed_as=sealed_as)
     return out
 
 
@@ -150,6 +160,24 @@ def create_collection_key(path: Path, collection: str) -> str:
     collections[collection] = {"active": _new_key(keys), "keys": keys}
     _save(path, raw)
     return collections[collection]["active"]
+
+
+def adopt_keys(path: Path, collection: str, source: str) -> list[str]:
+    """Gives `collection` copies of `source`'s keys and the name `source`'s records are sealed under, so a
+    snapshot of `source` restored as `collection` opens; returns the key ids copied. Refuses a collection that
+    already has a key, and a source without live keys."""
+    raw, collections = _load(path, collection)
+    if collection == source:
+        raise ValueError(f"collection {collection!r} cannot adopt its own keys")
+    if collection in collections and "destroyed" not in collections[collection]:
+        raise ValueError(f"collection {collection!r} already has keys ({collections[collection]['active']}) in "
+                         f"{path}: a restore under this name needs {source!r}'s: `keys destroy -c {collection}` first "
+                         "if it holds nothing worth keeping")
+    entry = _live_entry(collections, source, path)
+    collections[collection] = {"active": entry["active"], "keys": dict(entry["keys"]),
+                               "sealed_as": entry.get("sealed_as") or source}
+    _save(path, raw)
+    return sorted(entry["keys"])
 
 
 def start_rotation(path: Path, collection: str) -> tuple[str, bool]:

@@ -70,7 +70,8 @@ class CollectionSeal:
         return f"CollectionSeal({self.collection!r}, active={self.keys.active})"
 
     def _aad(self, record: str) -> bytes:
-        return f"{self.collection}\x1f{record}".encode()
+        # the name the records are sealed under: the collection's own, or the one its keys were adopted from
+        return f"{self.keys.sealed_as or self.collection}\x1f{record}".encode()
 
     # --- sealing -----------------------------------------------------------------------------------------
 

@@ -37,11 +37,11 @@ from hybridsearch.config.collections import collection_config
 from hybridsearch.config.settings import Settings
 from hybridsearch.storage.holds import Held, Holds
 from hybridsearch.security.keys_file import KeysFile, keys_path
-from hybridsearch.storage.stores import COLLECTION_RECORD
 from hybridsearch.contract.validation import Refusal, check_collection, check_written_collection
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.resources.catalog import Catalog
 from hybridsearch.gateway.ingest.write_order import RESTORE_HOLDER, WriteOrder, restoring_key
+from hybridsearch.snapshots.fit import check_fits
 from hybridsearch.snapshots.manifest import Manifest, ManifestError, Store, StoredFile, StorePart, parse, snapshot_id
 from hybridsearch.snapshots.repository import (
     MANIFESTS,
@@ -165,6 +165,7 @@ class Snapshots:
             embedder=next(p for p in parts if p.store == Store.VECTOR).details.get("embedder", self.settings.vector.embedder),
             embedder_fingerprint=embedder_fingerprint(next(p for p in parts if p.store == Store.VECTOR)),
             sealed_key_ids=keys.key_ids if keys is not None else [], parts=parts,
+            sealed_as=(keys.sealed_as or collection) if keys is not None else "",
             bytes_total=sum(p.size for p in parts), bytes_new=sum(last.bytes_written for last in written))
 
     @staticmethod
@@ -268,39 +269,11 @@ class Snapshots:
         except ManifestError as err:
             raise Refusal(str(err), grpc.StatusCode.FAILED_PRECONDITION) from None
 
-    def _fits(self, manifest: Manifest, target: str) -> None:
-        """Refuses a target that would not be indexed as the snapshot was, or whose keys are not on file."""
-        declared = collection_config(self.settings, target).model_dump(mode="json")
-        if declared != manifest.collection_config:
-            differ = sorted(k for k in declared if declared[k] != manifest.collection_config.get(k))
-            raise Refusal(f"collection {target!r} is declared otherwise than the snapshot's {manifest.collection!r} "
-                          f"was ({', '.join(differ)}): declare it as {json.dumps(manifest.collection_config)} in the "
-                          "collections file, or restore under a name declared so", grpc.StatusCode.FAILED_PRECONDITION)
-        vector = next(p for p in manifest.parts if p.store == Store.VECTOR)
-        recorded = any(f.path.rsplit("/", 1)[-1] == COLLECTION_RECORD for f in vector.files)
-        # a collection whose folder records its embedder (vector/store.py VectorSpace) restores with it; one
-        # without a record is embedded with the deployment's default, which must then be the snapshot's
-        if manifest.embedder != self.settings.vector.embedder and not recorded:
-            raise Refusal(f"the snapshot's vectors are {manifest.embedder}'s; this deployment embeds with "
-                          f"{self.settings.vector.embedder}: restore it where vector.embedder is {manifest.embedder}, "
-                          "then re-index", grpc.StatusCode.FAILED_PRECONDITION)
-        if manifest.sealed_key_ids:
-            if target != manifest.collection:
-                raise Refusal(f"{manifest.collection!r} is sealed: its records are sealed with its name as associated "
-                              f"data, so it restores under its own name only (drop it, or restore it into another "
-                              "deployment)", grpc.StatusCode.FAILED_PRECONDITION)
-            held = self.keys.collection(target)
-            missing = sorted(set(manifest.sealed_key_ids) - set(held.key_ids if held is not None else []))
-            if missing:
-                raise Refusal(f"the snapshot's records are sealed with key ids {', '.join(missing)}, which the sealing "
-                              f"keys file ({self.keys.path}) does not hold for {target!r}: put those keys back from "
-                              "their backup first", grpc.StatusCode.FAILED_PRECONDITION)
-
     async def restore(self, location: str, target: str) -> snapshots_pb2.RestoreSnapshotResponse:
         started = time.monotonic()
         repo, manifest = await self._manifest(location)
         target = check_written_collection(target or manifest.collection)
-        self._fits(manifest, target)
+        check_fits(self.settings, self.keys, manifest, target)
         mark = restoring_key(target)
         try:
             if await self.catalog.aliases.get(target) is not None:
@@ -332,6 +305,7 @@ class Snapshots:
             files = manifest.part(store).files if phase == stores_pb2.RESTORE_PHASE_PREPARE else []
             return stores_pb2.RestoreStoreRequest(
                 collection=target, repository=repo.location, phase=phase, resume=resume,
+                engine=manifest.part(store).engine if phase == stores_pb2.RESTORE_PHASE_PREPARE else "",
                 files=[stores_pb2.SnapshotFile(path=f.path, size=f.size, sha256=f.sha256, pieces=f.pieces) for f in files])
 
         async def each(phase: int) -> list:

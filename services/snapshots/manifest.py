@@ -60,6 +60,7 @@ class Manifest(BaseModel):
     embedder: str
     embedder_fingerprint: str
     sealed_key_ids: list[str] = Field(default_factory=list)  # ids only: keys never leave the keys file
+    sealed_as: str = ""  # the name a sealed collection's records are sealed under (security/keys_file.py adopt)
     parts: list[StorePart]
     bytes_total: int = 0  # the files' sizes
     bytes_new: int = 0  # what this snapshot wrote to the repository (pieces no earlier snapshot held), compressed
@@ -83,7 +84,10 @@ class ManifestError(ValueError):
 
 
 def canonical(manifest: Manifest) -> bytes:
-    return json.dumps(manifest.model_dump(mode="json"), sort_keys=True, separators=(",", ":")).encode()
+    body = manifest.model_dump(mode="json")
+    if not body["sealed_as"]:  # a field added later: the checksums of manifests written before it still hold
+        del body["sealed_as"]
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
 def parse(text: bytes | str, where: str) -> Manifest:

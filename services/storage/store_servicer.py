@@ -18,7 +18,13 @@ import grpc
 from hybridsearch.config.settings import get_settings
 from hybridsearch.storage.gates import CollectionGates
 from hybridsearch.contract.limits import MAX_CHUNKS_PER_REQUEST, MAX_LEG_LIMIT, MAX_LEG_QUERIES
-from hybridsearch.storage.stores import CollectionExists, EngineUnavailable, SnapshotsUnsupported
+from hybridsearch.storage.stores import (
+    CollectionExists,
+    EngineUnavailable,
+    SnapshotMissing,
+    SnapshotsUnsupported,
+    store_of,
+)
 from hybridsearch.contract.validation import (
     FIELD_NAME,
     InvalidArgument,
@@ -293,12 +299,24 @@ class StoreSnapshotsMixin:
             await asyncio.to_thread(shutil.rmtree, staging, True)  # moved in by the run that was cut short
             return stores_pb2.RestoreStoreResponse(installed=True)
         if phase == stores_pb2.RESTORE_PHASE_PREPARE:
+            if request.engine and store_of(request.engine) != store_of(self.engine.name):
+                await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                    f"the snapshot's part was taken on {store_of(request.engine)}; this store runs "
+                                    f"{store_of(self.engine.name)}, which cannot open its files: restore it into a "
+                                    "deployment on that engine, then re-index or copy the documents over")
             files = [StoredFile(path=f.path, size=f.size, sha256=f.sha256, pieces=list(f.pieces)) for f in request.files]
             try:
                 repo = open_repository(request.repository, get_settings())
                 written = await asyncio.to_thread(download_files, repo, files, staging, f"{self.engine.name} {collection}")
             except RepositoryError as err:
                 await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(err))
+            # an engine whose part names data held elsewhere (OpenSearch: the cluster's snapshot) checks it is there
+            verify = getattr(self.engine, "verify_restorable", None)
+            if verify is not None:
+                try:
+                    await self._call_engine(context, verify(staging))
+                except SnapshotMissing as err:
+                    await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{self.engine.name}: {err}")
             return stores_pb2.RestoreStoreResponse(bytes_written=written)
         if phase == stores_pb2.RESTORE_PHASE_COMMIT:
             async with self.gates.dropping(collection):  # nothing else on the collection while it moves in

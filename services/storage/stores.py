@@ -68,7 +68,16 @@ class EngineStats:
 
 
 class SnapshotsUnsupported(RuntimeError):
-    """An engine whose own snapshot API is not wired (OpenSearch's _snapshot, Qdrant server's snapshots)."""
+    """An engine whose snapshots are not wired (Qdrant server's), or not set up (OpenSearch without a repository)."""
+
+
+class SnapshotMissing(RuntimeError):
+    """A snapshot's part names data its engine does not hold, or not whole: the restore is refused."""
+
+
+def store_of(engine: str) -> str:
+    """The store an engine's name names, without the embedder a vector engine's carries ("qdrant-edge+minilm")."""
+    return engine.split("+", 1)[0]
 
 
 class CollectionExists(RuntimeError):

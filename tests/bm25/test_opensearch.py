@@ -11,15 +11,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
 import time
 import uuid
-from pathlib import Path
 
 import grpc
-import httpx
 import pytest
 
+from noida import noida_server
 from stacks import PORT_SHIFT
 
 from hybridsearch.bm25.analyzer import STOPWORD_LISTS, EnglishAnalyzer
@@ -38,40 +36,10 @@ UNUSED_PORT = 29209
 URL = f"http://127.0.0.1:{NOIDA_PORT}"
 
 
-def noida_binary() -> Path:
-    import noida_db
-
-    # The package's console script wraps the binary in a child process; run the binary itself so that
-    # stopping it (SIGSTOP in a test, SIGTERM at the end) reaches the server.
-    return Path(noida_db.__file__).parent / "noida-db"
-
-
 @pytest.fixture(scope="module")
 def noida(tmp_path_factory):
-    data = tmp_path_factory.mktemp("noida")
-    proc = subprocess.Popen(
-        [str(noida_binary()), "start", "--only", "elasticsearch", "--host", "127.0.0.1",
-         "--elasticsearch-port", str(NOIDA_PORT), "--data-dir", str(data)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(URL, timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"noida-db did not start on {URL}: {proc.stdout.read().decode()[-2000:]}")
-        time.sleep(0.1)
-    yield proc
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    with noida_server(NOIDA_PORT, tmp_path_factory.mktemp("noida")) as proc:
+        yield proc
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@ reconcile/run.py): several collections in one query (two sealed with keys of the
 each collection's right hits, each opened with its own key, and an explain that names a sealed boost by its
 keyed hash and holds none of a sealed collection's texts, titles, tags or metadata values; a sealed collection
 whose stores drift (a document deleted from each store behind the gateway's back) is repaired by
-`hybridsearch reconcile`, and the copies it writes stay sealed and open. Helpers and marker words as in
+`hybridsearch reconcile`, and the copies it writes stay sealed and open; a sealed collection's snapshot restores
+under a new name only once that name adopted its keys (`keys adopt`), then opens and takes writes there. Helpers and marker words as in
 tests/gateway/test_sealed.py (its own stack; this one beside it on other ports)."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from hybridsearch.v1 import common_pb2
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(900)]
 
 SEALED_A, SEALED_B, PLAIN, DRIFT = "vault-a", "vault-b", "vault-open", "vault-drift"
+COPY, MISMATCHED = "vault-copy", "vault-mismatched"  # restore targets: declared like SEALED_A, no data
 WORDS = {SEALED_A: Words("zya"), SEALED_B: Words("zyb"), PLAIN: Words("qwo"), DRIFT: Words("zyd")}
 SEALED = (SEALED_A, SEALED_B, DRIFT)
 BM25 = dict(effort=common_pb2.EFFORT_FAST, mode=common_pb2.RETRIEVAL_MODE_BM25)
@@ -31,9 +33,10 @@ DENSE = dict(effort=common_pb2.EFFORT_FAST, mode=common_pb2.RETRIEVAL_MODE_VECTO
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    declared = {name: {**DECLARED, "sealed": name in SEALED} for name in WORDS}
+    declared = {name: {**DECLARED, "sealed": name in SEALED} for name in (*WORDS, COPY, MISMATCHED)}
+    declared[COPY]["sealed"] = declared[MISMATCHED]["sealed"] = True
     with sealed_stack(tmp_path_factory.mktemp("sealed-stack"), ("2465", "2619", "2825"), declared,
-                      tuple(SEALED)) as running:  # a key each
+                      (*SEALED, MISMATCHED)) as running:  # a key each; MISMATCHED's its own
         yield running
 
 
@@ -125,3 +128,43 @@ def reconcile(stack, collection: str) -> dict:
                           capture_output=True, text=True, timeout=120, env=stack.test_env)  # this stack's settings
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(out.read_text())[0]
+
+
+def cli(stack, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hybridsearch.cli", *args], capture_output=True, text=True,
+                          timeout=120, env=stack.test_env)
+
+
+def test_a_sealed_snapshot_restores_under_a_new_name_once_it_adopted_the_keys(stack, client, tmp_path):
+    from hybridsearch.client import HybridSearchError
+
+    words = WORDS[SEALED_A]
+    made = client.create_snapshot(SEALED_A, str(tmp_path / "repo"))
+    for target, says in ((COPY, f"hybridsearch keys adopt -c {COPY} --from {SEALED_A}"),
+                         (MISMATCHED, f"sealed under the name {SEALED_A!r} and {MISMATCHED!r}'s keys seal under")):
+        with pytest.raises(HybridSearchError) as refused:
+            client.restore_snapshot(made.location, target)
+        assert refused.value.code().name == "FAILED_PRECONDITION" and says in refused.value.message, refused.value.message
+        with pytest.raises(HybridSearchError) as missing:  # nothing restored, no mark left
+            client.stats(target)
+        assert missing.value.code().name == "NOT_FOUND"
+    adopted = cli(stack, "keys", "adopt", "-c", COPY, "--from", SEALED_A)
+    assert adopted.returncode == 0, adopted.stdout + adopted.stderr
+    assert cli(stack, "keys", "adopt", "-c", COPY, "--from", SEALED_A).returncode == 2  # once
+    assert client.restore_snapshot(made.location, COPY).documents == 6
+    # the restored records open: previews, titles, GetDocuments' texts; the stores hold none of it in clear
+    lexical = search(client, COPY, words.body[1], top_k=10, **BM25)
+    assert sorted(h.doc_id for h in lexical.hits) == ["doc-0", "doc-1", "doc-3", "doc-4"]
+    assert all(h.title.startswith(f"{words.title} memo number") and words.body[1] in h.snippet for h in lexical.hits)
+    originals = {d.id: d for d in words.documents()}
+    assert [(d.id, d.text) for d in client.get_documents(COPY, ["doc-2"]).documents] == [
+        ("doc-2", originals["doc-2"].text.strip())]
+    chunks = store_call(stack, "bm25", "GetChunks", common_pb2.GetChunksRequest(collection=COPY, doc_ids=["doc-2"])).chunks
+    assert chunks and all(c.HasField("sealed") and not c.text for c in chunks)
+    # a write after the restore seals under the name the keys carry and opens beside the restored records
+    extra = words.documents()[0]
+    extra.id = "doc-new"
+    assert client.upsert(COPY, [extra]).documents_written == 1
+    assert client.get_documents(COPY, ["doc-new"]).documents[0].text == extra.text.strip()
+    assert "doc-new" in {h.doc_id for h in search(client, COPY, words.body[1], top_k=10, **BM25).hits}
+    assert len(search(client, SEALED_A, words.body[1], top_k=10, **BM25).hits) == 4  # the source as it was

@@ -16,6 +16,7 @@ from hybridsearch.security.keys_file import (
     CollectionKey,
     CollectionKeys,
     KeysFile,
+    adopt_keys,
     create_collection_key,
     destroy_keys,
     finish_rotation,
@@ -265,3 +266,35 @@ def test_destroy_leaves_a_tombstone_every_use_refuses_and_create_starts_afresh(t
             refused()
     fresh = create_collection_key(path, "notes")  # a fresh start of the name
     assert Sealer(settings).of("notes").keys.key_ids == [fresh] and fresh not in (first, second)
+
+
+def test_adopted_keys_open_the_records_sealed_under_the_source_name_and_stay_the_adopters_own(tmp_path):
+    settings = settings_for(tmp_path, notes=CONFIG, copy=CONFIG, third=CONFIG)
+    path = keys_path(settings)
+    create_collection_key(path, "notes")
+    sealed = Sealer(settings).of("notes").seal_chunk(chunk()).sealed
+    with pytest.raises(SealingError, match="has no key"):
+        Sealer(settings).of("copy")
+    assert adopt_keys(path, "copy", "notes") == Sealer(settings).of("notes").keys.key_ids
+    copy = Sealer(settings).of("copy")
+    assert copy.keys.sealed_as == "notes" and copy.open_content("d1#0", sealed).text == "the zyxquorble passage"
+    fresh = copy.seal_chunk(chunk(chunk_id="d9#0")).sealed  # new records too: under the name the keys seal under
+    assert copy.open_content("d9#0", fresh).title == "Quarzelbrot title"
+    assert copy.hash_value("type", "decision") == Sealer(settings).of("notes").hash_value("type", "decision")
+    adopt_keys(path, "third", "copy")  # an adopter's adopter seals under the first name, not the middle one
+    assert Sealer(settings).of("third").keys.sealed_as == "notes"
+    assert Sealer(settings).of("third").open_content("d1#0", sealed).text == "the zyxquorble passage"
+    with pytest.raises(ValueError, match="already has keys"):
+        adopt_keys(path, "copy", "notes")
+    with pytest.raises(ValueError, match="its own keys"):
+        adopt_keys(path, "notes", "notes")
+    with pytest.raises(ValueError, match="has no key"):
+        adopt_keys(path, "fourth", "missing")
+    destroy_keys(path, "notes")  # the copy's keys are its own: the source's erasure leaves them
+    assert Sealer(settings).of("copy").open_content("d1#0", sealed).text == "the zyxquorble passage"
+    start_rotation(path, "copy")
+    assert len(Sealer(settings).of("copy").keys.key_ids) == 2 and len(Sealer(settings).of("third").keys.key_ids) == 1
+    raw = yaml.safe_load(path.read_text())["collections"]
+    raw["copy"]["sealed_as"] = "Not A Name"
+    with pytest.raises(ValueError, match="sealed_as"):
+        parse_keys_file(yaml.safe_dump({"collections": raw}), "keys.yaml")

@@ -88,6 +88,21 @@ def test_a_manifest_changed_or_cut_short_is_refused():
         parse(text[: len(text) // 2], "here")
 
 
+def test_a_manifest_written_before_sealed_as_still_matches_its_checksum_and_one_with_it_is_covered():
+    import hashlib
+    import json
+
+    body = manifest().model_dump(mode="json")
+    del body["sealed_as"]  # as a build before the field wrote it
+    body["checksum"] = hashlib.sha256(json.dumps({**body, "checksum": ""}, sort_keys=True,
+                                                 separators=(",", ":")).encode()).hexdigest()
+    assert parse(json.dumps(body), "old").sealed_as == ""
+    sealed = manifest().model_copy(update={"sealed_key_ids": ["ab12cd34"], "sealed_as": "notes"}).sealed()
+    assert parse(sealed, "new").sealed_as == "notes"
+    with pytest.raises(ManifestError, match="does not match its checksum"):
+        parse(sealed.replace('"sealed_as": "notes"', '"sealed_as": "other"'), "new")
+
+
 def test_locations_name_their_repository():
     assert split_location("s3://b/p/snapshots/notes/notes-1.json") == ("s3://b/p", "snapshots/notes/notes-1.json")
     assert split_location("/backups/snapshots/notes/n.json") == ("/backups", "snapshots/notes/n.json")
