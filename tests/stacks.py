@@ -36,11 +36,11 @@ STACK_ENV = {
     "HYBRIDSEARCH_SNAPSHOTS__S3_ENDPOINT_URL": "http://127.0.0.1:25900",
     "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
     # Collections that declare features; every other collection keeps the defaults, which change nothing.
-    # tagged, boosted: tests/gateway/legs/test_tag.py, tests/gateway/test_boosts.py; docs-de: German analysis
-    # (tests/gateway/test_languages_stack.py); graph collections: tests/gateway/test_graph.py.
+    # tagged, boosted: tests/gateway/query/legs/test_tag.py, tests/gateway/query/test_boosts.py; docs-de: German analysis
+    # (tests/gateway/query/test_languages_stack.py); graph collections: tests/gateway/query/test_graph.py.
     "HYBRIDSEARCH_COLLECTIONS": json.dumps({
         "tagged": {"tag_leg": True, "tags_field": "topics"},
-        "linked": {"graph": True},  # tests/gateway/test_graph.py: link expansion by default
+        "linked": {"graph": True},  # tests/gateway/query/test_graph.py: link expansion by default
         "boosted": {"boosts": [{"field": "type", "value": "decision", "fusion": 1.3, "rerank": 1.25},
                                {"field": "status", "value": "done", "fusion": 0.6, "rerank": 0.7}]},
         "docs-de": {"language": "de"},

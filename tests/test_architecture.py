@@ -30,3 +30,22 @@ def test_the_page_names_the_stages_in_the_order_search_runs_them():
     page = PAGE.read_text().split("## The path of a search")[1]
     where = [page.index(f"`services/gateway/{room}/{module}.py`") for room, module in table]
     assert where == sorted(where), table
+
+
+# Folders of tests/ that test no one package: the whole system, the deployment, the contract, the data.
+NOT_A_PACKAGE = {
+    "faults": "kills and network faults across every service",
+    "quality": "the quality gate over ../shared/datasets",
+    "charts": "the Helm chart", "cluster": "the chart on a real Kubernetes API server",
+    "protos": "the wire contract (protos/)", "samples": "the sample corpus (samples/)",
+    "scripts": "scripts/", "data": "test data, no tests",
+}
+
+
+def test_the_tests_mirror_the_packages():
+    """Each folder of tests/ holding tests is a package of services/ at the same place (tests/gateway/query/legs
+    tests services/gateway/query/legs), or one of NOT_A_PACKAGE's, so a module's tests are where it is."""
+    folders = {p.parent.relative_to(REPO / "tests") for p in (REPO / "tests").rglob("test_*.py")} - {Path(".")}
+    astray = sorted(str(f) for f in folders
+                    if f.parts[0] not in NOT_A_PACKAGE and not (REPO / "services" / f / "__init__.py").exists())
+    assert astray == []

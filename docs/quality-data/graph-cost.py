@@ -1,5 +1,5 @@
 """Link expansion's effect and cost (docs/quality.md, "Link expansion"): a fresh stack (ports shifted by
-HYBRIDSEARCH_TEST_PORT_SHIFT), the stack test's linked corpus (tests/gateway/test_graph.py), the same query
+HYBRIDSEARCH_TEST_PORT_SHIFT), the stack test's linked corpus (tests/gateway/query/test_graph.py), the same query
 50 times (after 10 warm-up) per mode with `graph` off and on: the top hits, median `took_ms`, and the
 explain timings of the graph stage; then `hybridsearch query --explain` without and with `--graph`.
 

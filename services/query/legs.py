@@ -52,7 +52,7 @@ class LegSpec:
 # every leg 1. The tag leg's list is one more leg beside the other two. The link expansion's list
 # (`graph`) weighs half a leg of the z-score fusion, under every method: linked evidence lifts a candidate
 # the query found, and a neighbour found by its links only ranks below the seed that led to it (at 0.5, a
-# neighbour list as long as the BM25 list put its top neighbour above the seed: tests/gateway/test_graph.py).
+# neighbour list as long as the BM25 list put its top neighbour above the seed: tests/gateway/query/test_graph.py).
 SPECS: tuple[LegSpec, ...] = (
     LegSpec("bm25", common_pb2.LEG_BM25, 0.5, 1.0, bonus=True, gateway="hybridsearch.gateway.query.legs.bm25:Bm25Leg"),
     LegSpec("vector", common_pb2.LEG_VECTOR, 0.5, 1.0, bonus=True, gateway="hybridsearch.gateway.query.legs.vector:VectorLeg"),

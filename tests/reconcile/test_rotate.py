@@ -1,5 +1,5 @@
 """What `keys rotate` reports (reconcile/rotate.py), from the stores' listings alone (pure); the rotation itself
-runs on the real stack in tests/gateway/test_sealed_keys.py."""
+runs on the real stack in tests/gateway/query/test_sealed_keys.py."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ request's message, and of the messages nested in it that have rows, and returns 
 A request message without an entry is Unscoped (the access check refuses it: fail closed); an entry
 with no rows says the message names no collection.
 
-tests/gateway/test_scope.py walks the input message of every public method, through its nested
+tests/gateway/access/test_scope.py walks the input message of every public method, through its nested
 messages, and fails on a field that looks as if it could name a collection (NAMING_HINTS) but has no row
 (uncovered_fields): a field added later cannot slip past the access check unnoticed.
 """

@@ -1,6 +1,6 @@
 """The gateway's API-key interceptor (gateway/access/auth.py) in a real gRPC server on loopback, with servicers
 that only record what reached them: one key, every collection a request touches, every message of a
-stream. tests/gateway/test_access.py and test_tenant_isolation.py run the same checks on the whole stack."""
+stream. tests/gateway/access/test_access.py and test_tenant_isolation.py run the same checks on the whole stack."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ keyed hash and holds none of a sealed collection's texts, titles, tags or metada
 whose stores drift (a document deleted from each store behind the gateway's back) is repaired by
 `hybridsearch reconcile`, and the copies it writes stay sealed and open; a sealed collection's snapshot restores
 under a new name only once that name adopted its keys (`keys adopt`), then opens and takes writes there. Helpers and marker words as in
-tests/gateway/test_sealed.py (its own stack; this one beside it on other ports)."""
+tests/gateway/query/test_sealed.py (its own stack; this one beside it on other ports)."""
 
 from __future__ import annotations
 
