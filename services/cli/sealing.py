@@ -51,7 +51,7 @@ def keys_rotate(
     from hybridsearch.storage.holds import Held
     from hybridsearch.security.sealing import SealingError
     from hybridsearch.security.keys_file import finish_rotation, start_rotation
-    from hybridsearch.reconcile.plan import Store
+    from hybridsearch.runtime.services import Store
     from hybridsearch.reconcile.rotate import Rotator
 
     path = _path(keys_file)
@@ -214,15 +214,13 @@ def keys_destroy(
 
 async def _drop(collection: str):
     """The gateway's drop (gateway/resources/drop.py) run from here: both stores and Redis, under the collection's hold."""
-    import redis.asyncio as redis
-
     from hybridsearch.gateway.backends import Backends
     from hybridsearch.gateway.resources.drop import Dropper
 
     settings = get_settings()
     backends = Backends.connect(settings)
-    state = redis.Redis.from_url(settings.redis.state_url, socket_connect_timeout=0.5, socket_timeout=5)
-    cache = redis.Redis.from_url(settings.redis.cache_at, socket_connect_timeout=0.5, socket_timeout=5)
+    state = settings.redis.state()
+    cache = settings.redis.cache(timeout_s=5)
     try:
         return await Dropper(backends, state, cache).drop(collection)
     finally:

@@ -47,6 +47,21 @@ class RedisSettings(BaseModel):
         """The URL the caches use."""
         return self.cache_url or self.state_url
 
+    def state(self, timeout_s: float = 5.0):
+        """An asyncio client of the state Redis: a connection fails in 0.5 s, a command waits at most
+        `timeout_s` (a write's hold or a drop's epoch is worth waiting a little for)."""
+        return _client(self.state_url, timeout_s)
+
+    def cache(self, timeout_s: float = 0.5):
+        """An asyncio client of the cache Redis: a cache that does not answer in `timeout_s` is skipped."""
+        return _client(self.cache_at, timeout_s)
+
+
+def _client(url: str, timeout_s: float):
+    import redis.asyncio as redis  # here, not at the top: settings load without Redis's client
+
+    return redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=timeout_s)
+
 
 class SnapshotSettings(BaseModel):
     """Where snapshots go (hybridsearch.snapshots, docs/operations.md): a folder, or `s3://bucket/prefix` read and

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import grpc
-import redis.asyncio as redis
 
 from hybridsearch.config.settings import get_settings
 from hybridsearch.runtime.server import serve
@@ -36,7 +35,7 @@ async def main() -> None:
     settings = get_settings()
     backends = Backends.connect(settings)
     # Writes and drops of a collection in one order (gateway/ingest/write_order.py), through the state Redis.
-    order = WriteOrder(redis.Redis.from_url(settings.redis.state_url, socket_connect_timeout=0.5, socket_timeout=5))
+    order = WriteOrder(settings.redis.state())
     # Which collections exist (searches, Stats, CollectionService, snapshots): a restore's mark hides a half-made one.
     catalog = Catalog(settings, backends, order.redis)
     collections = CollectionServicer(settings, backends, catalog, order)

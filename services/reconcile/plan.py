@@ -17,16 +17,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from hybridsearch.runtime.services import Store
 from hybridsearch.v1 import common_pb2
-
-
-class Store(str, enum.Enum):
-    BM25 = "bm25"
-    VECTOR = "vector"
-
-    @property
-    def other(self) -> Store:
-        return Store.VECTOR if self is Store.BM25 else Store.BM25
 
 
 class Drift(str, enum.Enum):

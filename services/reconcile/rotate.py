@@ -21,15 +21,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import redis.asyncio as redis
 
 from hybridsearch.config.settings import Settings
 from hybridsearch.security.hashed_terms import HashedTerms, hashes_terms
+from hybridsearch.storage.clients import store_stubs
 from hybridsearch.storage.holds import Holds
 from hybridsearch.security.sealing import CollectionSeal, Sealer
-from hybridsearch.runtime.server import internal_channel
-from hybridsearch.reconcile.plan import Store
-from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, vector_pb2_grpc
+from hybridsearch.runtime.services import Store
+from hybridsearch.v1 import common_pb2
 
 BATCH = 50  # documents per GetChunks / ResealChunks
 TIMEOUT_S = 600.0
@@ -80,11 +79,8 @@ class Rotator:
     """Reseals collections against the two store services (their internal gRPC APIs), as reconcile does."""
 
     def __init__(self, settings: Settings, batch: int = BATCH) -> None:
-        ep = settings.endpoints
-        self.channels = [internal_channel(ep.addr("bm25")), internal_channel(ep.addr("vector"))]
-        self.stubs = {Store.BM25: bm25_pb2_grpc.Bm25ServiceStub(self.channels[0]),
-                      Store.VECTOR: vector_pb2_grpc.VectorServiceStub(self.channels[1])}
-        self.redis = redis.Redis.from_url(settings.redis.state_url, socket_connect_timeout=0.5, socket_timeout=2)
+        self.channels, self.stubs = store_stubs(settings.endpoints)
+        self.redis = settings.redis.state(timeout_s=2)
         self.holds = Holds(self.redis)
         self.sealer = Sealer(settings)
         self.terms = HashedTerms(settings)

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from hybridsearch.config.settings import Settings
+from hybridsearch.storage.clients import store_stubs
 from hybridsearch.storage.holds import Holds
 from hybridsearch.security.hashed_terms import HashedTerms, hashes_terms
 from hybridsearch.security.sealing import Sealer
 from hybridsearch.gateway.resources.aliases import Aliases
-from hybridsearch.runtime.server import insecure_channel
-from hybridsearch.reconcile.plan import Plan, Store, plan_repairs
-from hybridsearch.v1 import bm25_pb2_grpc, common_pb2, vector_pb2_grpc
+from hybridsearch.reconcile.plan import Plan, plan_repairs
+from hybridsearch.runtime.services import Store
+from hybridsearch.v1 import common_pb2
 
 COPY_BATCH = 200  # documents per GetChunks / UpsertChunks
 TIMEOUT_S = 600.0
@@ -46,15 +46,12 @@ class Report:
 
 class Reconciler:
     def __init__(self, settings: Settings) -> None:
-        ep = settings.endpoints
-        self.channels = [insecure_channel(ep.addr("bm25")), insecure_channel(ep.addr("vector"))]
-        self.stubs = {Store.BM25: bm25_pb2_grpc.Bm25ServiceStub(self.channels[0]),
-                      Store.VECTOR: vector_pb2_grpc.VectorServiceStub(self.channels[1])}
+        self.channels, self.stubs = store_stubs(settings.endpoints)
         # The stores hold the same chunks unless the vector leg keeps passages of its own: then neither
         # store's chunks can rebuild the other's.
         words = settings.vector.chunk_words
         self.same_chunks = not words or words == settings.chunk_words
-        self.redis = redis.Redis.from_url(settings.redis.state_url, socket_connect_timeout=0.5, socket_timeout=2)
+        self.redis = settings.redis.state(timeout_s=2)
         self.holds = Holds(self.redis)
         self.sealer = Sealer(settings)
         self.terms = HashedTerms(settings)

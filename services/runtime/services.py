@@ -10,6 +10,7 @@ serves what). OTHER_PARTS are the servers the one-machine launcher runs beside t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,21 @@ SERVICES: tuple[Service, ...] = (
 NAMES: tuple[str, ...] = tuple(s.name for s in SERVICES)
 PUBLIC: tuple[str, ...] = tuple(s.name for s in SERVICES if s.public)
 INTERNAL: tuple[str, ...] = tuple(s.name for s in SERVICES if not s.public)  # what the gateway dials
-STORES: tuple[str, ...] = tuple(s.name for s in SERVICES if s.store)  # what every write goes to, in this order
+
+
+class StoreName(str, Enum):
+    """A store service's name as an enum member; the members are the table's rows marked `store` (Store below)."""
+
+    @property
+    def other(self) -> StoreName:
+        """The other store: what one holds, reconcile copies to the other."""
+        (other,) = (s for s in type(self) if s is not self)
+        return other
+
+
+# The store services (Store.BM25, Store.VECTOR): what every write goes to, in the table's order.
+Store = StoreName("Store", {s.name.upper(): s.name for s in SERVICES if s.store})
+STORES: tuple[str, ...] = tuple(s.value for s in Store)
 BY_NAME: dict[str, Service] = {s.name: s for s in SERVICES}
 # Start order on one machine: the stores first, then what depends on them, the public gateway last.
 START_ORDER: tuple[str, ...] = (*(s.name for s in SERVICES if s.store),

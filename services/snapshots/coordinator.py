@@ -42,7 +42,8 @@ from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.resources.catalog import Catalog
 from hybridsearch.gateway.ingest.write_order import RESTORE_HOLDER, WriteOrder, restoring_key
 from hybridsearch.snapshots.fit import check_fits
-from hybridsearch.snapshots.manifest import Manifest, ManifestError, Store, StoredFile, StorePart, parse, snapshot_id
+from hybridsearch.runtime.services import Store
+from hybridsearch.snapshots.manifest import Manifest, ManifestError, StoredFile, StorePart, parse, snapshot_id
 from hybridsearch.snapshots.repository import (
     MANIFESTS,
     Repository,

@@ -13,7 +13,8 @@ from hybridsearch.config.collections import collection_config
 from hybridsearch.config.settings import Settings
 from hybridsearch.contract.validation import Refusal
 from hybridsearch.security.keys_file import KeysFile
-from hybridsearch.snapshots.manifest import Manifest, Store
+from hybridsearch.runtime.services import Store
+from hybridsearch.snapshots.manifest import Manifest
 from hybridsearch.storage.stores import COLLECTION_RECORD
 
 

@@ -8,18 +8,12 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime, timezone
-from enum import Enum
 
 from pydantic import BaseModel, Field, ValidationError
 
+from hybridsearch.runtime.services import Store  # the stores a snapshot holds a part of, in order
+
 FORMAT = 1  # the manifest's format; a restore refuses one it does not know
-
-
-class Store(str, Enum):
-    """The stores a snapshot holds a part of, in the order they are listed."""
-
-    BM25 = "bm25"
-    VECTOR = "vector"
 
 
 class StoredFile(BaseModel):

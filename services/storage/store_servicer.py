@@ -327,6 +327,7 @@ class StoreSnapshotsMixin:
                     await self._snapshot_call(context, self.engine.install(collection, staging))
                 except CollectionExists as err:
                     await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(err))
+                await asyncio.to_thread(shutil.rmtree, staging, True)  # what an engine read in place (OpenSearch's record)
             return stores_pb2.RestoreStoreResponse(installed=True)
         if phase == stores_pb2.RESTORE_PHASE_ABORT:
             await asyncio.to_thread(shutil.rmtree, staging, True)

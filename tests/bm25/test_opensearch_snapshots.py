@@ -37,8 +37,12 @@ def noida(tmp_path_factory):
 
 @pytest.fixture
 def data_dir(tmp_path, monkeypatch):
+    from hybridsearch.config.settings import get_settings
+
     monkeypatch.setenv("HYBRIDSEARCH_DATA_DIR", str(tmp_path / "data"))  # the store service's staging folders
-    return tmp_path
+    get_settings.cache_clear()
+    yield tmp_path
+    get_settings.cache_clear()
 
 
 def engine(repository: str = CLUSTER_REPOSITORY) -> OpenSearchBm25Engine:
@@ -80,7 +84,7 @@ async def test_a_snapshot_on_opensearch_restores_exactly_its_documents_under_a_n
         await stub.UpsertChunks(common_pb2.UpsertChunksRequest(collection="notes", chunks=chunks("d")))  # after
         await stub.RestoreCollection(restore("notes-copy", repo, stores_pb2.RESTORE_PHASE_PREPARE, files))
         done = await stub.RestoreCollection(restore("notes-copy", repo, stores_pb2.RESTORE_PHASE_COMMIT))
-        assert done.installed
+        assert done.installed and not list((data_dir / "data").rglob(RECORD))  # no staging left behind
         assert await held(stub, "notes-copy") == ["a", "b", "c"] and await held(stub, "notes") == ["a", "b", "c", "d"]
         found = await stub.Search(common_pb2.LegSearchRequest(
             collection="notes-copy", queries=[common_pb2.LegQuery(text="lighthouse tide")], limit=10))

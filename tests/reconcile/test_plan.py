@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hybridsearch.reconcile.plan import Drift, Repair, Store, plan_repairs
+from hybridsearch.reconcile.plan import Drift, Repair, plan_repairs
+from hybridsearch.runtime.services import Store
 from hybridsearch.v1 import common_pb2
 
 

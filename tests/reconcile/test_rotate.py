@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from hybridsearch.reconcile.plan import Store
+from hybridsearch.runtime.services import Store
 from hybridsearch.reconcile.rotate import Rotation, describe, key_counts
 from hybridsearch.v1 import common_pb2
 

@@ -90,3 +90,10 @@ def test_no_other_source_spells_the_five_names_out(folder):
     found = {str(path.relative_to(REPO)): lines for path in sorted((REPO / folder).rglob("*.py"))
              if path != table and "v1" not in path.relative_to(REPO).parts and (lines := spelled_out(path))}
     assert set(found) <= SPELLED_OUT_ELSEWHERE, found
+
+
+def test_the_stores_are_the_rows_marked_store_and_each_has_the_other():
+    from hybridsearch.runtime.services import STORES, Store
+
+    assert [s.value for s in Store] == [s.name for s in services.SERVICES if s.store] == list(STORES)
+    assert Store.BM25 == "bm25" and Store.BM25.other is Store.VECTOR and Store.VECTOR.other is Store.BM25

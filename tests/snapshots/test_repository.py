@@ -10,7 +10,8 @@ from datetime import datetime, timezone
 import pytest
 
 from hybridsearch.config.settings import Settings
-from hybridsearch.snapshots.manifest import Manifest, ManifestError, Store, StorePart, parse
+from hybridsearch.runtime.services import Store
+from hybridsearch.snapshots.manifest import Manifest, ManifestError, StorePart, parse
 from hybridsearch.snapshots.repository import (
     PIECE_BYTES,
     RepositoryError,

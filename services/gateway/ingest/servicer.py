@@ -15,7 +15,6 @@ import time
 from collections.abc import AsyncIterator
 
 import grpc
-import redis.asyncio as redis
 
 from hybridsearch.runtime import metrics
 from hybridsearch.config.settings import Settings
@@ -60,8 +59,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self.backends = backends
         self.catalog = catalog or Catalog(settings, backends)  # Stats: a collection no store holds is NOT_FOUND
         # Writes ordered against drops of their collection (gateway/ingest/write_order.py); the gateway shares one.
-        self.order = order or WriteOrder(redis.Redis.from_url(settings.redis.state_url, socket_connect_timeout=0.5,
-                                                              socket_timeout=5))
+        self.order = order or WriteOrder(settings.redis.state())
         self.sealer = Sealer(settings)
         self.terms = HashedTerms(settings)
         self.tracer = tracer(__name__)

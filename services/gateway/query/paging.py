@@ -33,7 +33,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from hybridsearch.config.settings import Settings
@@ -197,7 +196,7 @@ class Pager:
             log.warning("paging.secret is not set: page tokens are signed with a key of this process only "
                         "(another replica, or this one after a restart, refuses them)")
         self.tokens = PageTokens(secret or secrets.token_bytes(32), cfg.ttl_s)
-        client = redis.Redis.from_url(settings.redis.cache_at, socket_connect_timeout=0.5, socket_timeout=0.5)
+        client = settings.redis.cache()
         self.store = PageStore(client, cfg.ttl_s)
         self.max_hits = cfg.max_hits
         self.reachable = True

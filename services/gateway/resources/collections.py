@@ -5,7 +5,6 @@ before (gateway/access/auth.py), and ListCollections lists only what the caller'
 from __future__ import annotations
 
 import grpc
-import redis.asyncio as redis
 
 from hybridsearch.config.settings import Settings
 from hybridsearch.security.sealing import Sealer
@@ -23,9 +22,8 @@ class CollectionServicer(collections_pb2_grpc.CollectionServiceServicer):
     def __init__(self, settings: Settings, backends: Backends, catalog: Catalog, order: WriteOrder | None = None) -> None:
         self.settings, self.backends, self.catalog = settings, backends, catalog
         self.auth_on = settings.auth.keys_file is not None
-        self.redis = order.redis if order is not None else redis.Redis.from_url(
-            settings.redis.state_url, socket_connect_timeout=0.5, socket_timeout=5)
-        cache = redis.Redis.from_url(settings.redis.cache_at, socket_connect_timeout=0.5, socket_timeout=5)
+        self.redis = order.redis if order is not None else settings.redis.state()
+        cache = settings.redis.cache(timeout_s=5)
         # drops ordered with the gateway's writes, their page orders and expansions purged from the cache
         self.dropper = Dropper(backends, self.redis, cache, order, catalog.aliases)
         self.sealer = Sealer(settings)  # GetDocuments opens a sealed collection's chunks (gateway/resources/documents.py)

@@ -24,7 +24,7 @@ from test_sealed import files_holding, sealed_stack, stored_records
 from hybridsearch.client import GatewayClient
 from hybridsearch.client.errors import FailedPrecondition, NotFound
 from hybridsearch.security.keys_file import KeysFile
-from hybridsearch.reconcile.plan import Store
+from hybridsearch.runtime.services import Store
 from hybridsearch.reconcile.rotate import Rotator
 from hybridsearch.v1 import common_pb2, ingest_pb2, search_pb2
 
