@@ -4,12 +4,13 @@
 # own generated stubs, serving from the same data dir (indexed collections, models, keys) as "new" (this
 # checkout at HEAD). COMMAND always runs from this checkout (the same client and in-process baseline for
 # both), with $V (new|old) and $ROUND set.
-# usage: docs/perf/ab-trees.sh BASE 'COMMAND'     (ROUNDS=1 for one of each)
+# usage: [HYBRIDSEARCH_DATA_DIR=DIR] docs/perf/ab-trees.sh BASE 'COMMAND'     (ROUNDS=1 for one of each)
 set -u
 cd "$(dirname "$0")/../.."
 BASE=$1; COMMAND=$2
 NEW=$PWD; OLD=$PWD/var/ab-old
-export HYBRIDSEARCH_DATA_DIR=$NEW/var
+# the data dir both trees serve from: $HYBRIDSEARCH_DATA_DIR when set (collections indexed there), else var/
+export HYBRIDSEARCH_DATA_DIR=${HYBRIDSEARCH_DATA_DIR:-$NEW/var}
 if [ ! -d "$OLD/.git" ] && [ ! -f "$OLD/.git" ]; then
   git worktree add -f -q "$OLD" "$BASE"
 fi
@@ -22,7 +23,7 @@ stop() {  # this script's stack only (its pid file, its supervisord): never anot
   local pid=""
   if [ -f "$NEW/var/ab-serve.pid" ]; then pid=$(cat "$NEW/var/ab-serve.pid"); kill -TERM "$pid" 2>/dev/null; rm -f "$NEW/var/ab-serve.pid"; fi
   for _ in $(seq 1 60); do
-    { [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; } || pgrep -f "$NEW/var/supervisor/supervisord.conf" >/dev/null || break
+    { [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; } || pgrep -f "$HYBRIDSEARCH_DATA_DIR/supervisor/supervisord.conf" >/dev/null || break
     sleep 1
   done
   # an older tree's launcher (no supervisord) that outlived its minute: its children die with it (PDEATHSIG)

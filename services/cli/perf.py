@@ -372,7 +372,7 @@ def store_probe(
 
     settings = get_settings()
     queries = list(read_queries(queries_from).values())[:limit]
-    result = run_probe(settings, collection, queries, settings.leg_depth, bm25, ef or ())
+    result = run_probe(settings, collection, queries, settings.query.leg_depth, bm25, ef or ())
     console.print_json(data=result)
     if json_out:
         json_out.write_text(json.dumps(result, indent=2))

@@ -192,3 +192,34 @@ class ResilienceSettings(BaseModel):
     # skipped for `breaker_reset_s`, then tried again (a success closes the breaker).
     breaker_threshold: int = Field(5, ge=1)
     breaker_reset_s: float = Field(2.0, gt=0)
+
+
+class QuerySettings(BaseModel):
+    """The query path's own figures (gateway/query): its deadlines, how deep legs and fusion go, where fusion
+    runs, the score floor. HYBRIDSEARCH_QUERY__<NAME>; the names they had at the root are refused, naming these."""
+
+    # One deadline for the whole query path; legs get what is left of it. THOROUGH waits for an LLM.
+    search_deadline_s: float = 10.0
+    thorough_deadline_s: float = 30.0
+    # Expansion must answer this long before the deadline: variant legs, fusion and rerank come after.
+    expansion_reserve_s: float = 3.0
+    # How long the legs that take variant queries wait for expansion before sending their original query:
+    # an expansion that answers inside it (PRF, a cached LLM answer) sends each such leg the original and its
+    # variants in one call (one hop, one embedding batch); a slower one (an LLM generating) leaves the
+    # original to go alone at once and the variants to follow as a round of their own. 0: never wait.
+    variant_batch_wait_s: float = Field(0.03, ge=0, le=1)
+    # Candidates each leg returns per query, and how many fused documents are kept.
+    leg_depth: int = 100
+    fusion_depth: int = 1000
+    # Answers of at most this many ranked lists are fused in the gateway, by the same library as the fusion
+    # service (fusion/methods.py: the same hits), without the hop. 1: a single list only (its fusion costs
+    # less than any hop). 2 also takes FAST's two legs: measured ~3 ms of CPU less a FAST answer on 2 cores
+    # (gateway +2.4, fusion service -5.6: docs/performance.md, "The fusion hop"), the fusion service then
+    # serving the efforts with variants. Kept at 1 so that fusion scales and fails on its own by default.
+    fuse_in_gateway_lists: int = Field(1, ge=1)
+    # The score floor: the min_score of a request that sets none (0 turns it off; SearchRequest.no_floor too). A
+    # hit scoring under it says nothing worth reading. Calibrated on judged and off-domain queries (docs/quality.md,
+    # "The score floor"): the largest value that kept every relevant hit of SciFact's first pages. Only reranked
+    # answers score under 0.40 (calibration.py: the not-reranked band). Not rerank.score_floor (a cut on the
+    # cross-encoder's probability before the blend).
+    default_min_score: float = Field(0.04, ge=0, le=1)

@@ -58,7 +58,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
         )
         self.bm25 = bm25_pb2_grpc.Bm25ServiceStub(internal_channel(settings.endpoints.addr("bm25")))
         self.sealer = Sealer(settings)  # sealed collections: the probe's texts opened, cache entries sealed
-        self.terms = HashedTerms(settings)  # hashed-terms collections: the probe's query hashed
+        self.terms = HashedTerms(settings.bm25)  # hashed-terms collections: the probe's query hashed
         self.tracer = tracer(__name__)
 
     def _generator(self, effort: int) -> str:

@@ -83,7 +83,7 @@ class Rotator:
         self.redis = settings.redis.state(timeout_s=2)
         self.holds = Holds(self.redis)
         self.sealer = Sealer(settings)
-        self.terms = HashedTerms(settings)
+        self.terms = HashedTerms(settings.bm25)
         self.batch = batch
 
     async def listing(self, store: Store, collection: str) -> list[common_pb2.StoredDocument]:

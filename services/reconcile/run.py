@@ -54,7 +54,7 @@ class Reconciler:
         self.redis = settings.redis.state(timeout_s=2)
         self.holds = Holds(self.redis)
         self.sealer = Sealer(settings)
-        self.terms = HashedTerms(settings)
+        self.terms = HashedTerms(settings.bm25)
 
     async def listing(self, store: Store, collection: str) -> dict[str, common_pb2.StoredDocument]:
         out: dict[str, common_pb2.StoredDocument] = {}

@@ -46,10 +46,10 @@ def hashes_terms(seal: CollectionSeal | None) -> bool:
 
 class HashedTerms:
     """One process's term hashing (the gateway's writes and BM25 leg, expansion's probe, reconcile's copies),
-    with the analysis the BM25 store is configured with (settings.bm25: English stemmer and stopwords)."""
+    with the analysis the BM25 store is configured with (the bm25 section: English stemmer and stopwords)."""
 
-    def __init__(self, settings) -> None:
-        self.analyzers = _analyzers(settings.bm25.stemmer, settings.bm25.stopwords)
+    def __init__(self, bm25) -> None:  # config.stores.Bm25Settings: the analysis the BM25 store runs
+        self.analyzers = _analyzers(bm25.stemmer, bm25.stopwords)
 
     def analyzer(self, seal: CollectionSeal) -> Analyzer:
         """The collection's analysis (its declared language), as the store runs it for a clear collection."""

@@ -379,7 +379,7 @@ def test_values_changes_show_up_in_the_manifests(helm):
         "--set",
         "config.expansion.cache_ttl_s=604800",
         "--set",
-        "gateway.env.HYBRIDSEARCH_SEARCH_DEADLINE_S=7",
+        "gateway.env.HYBRIDSEARCH_QUERY__SEARCH_DEADLINE_S=7",
         "--set",
         "otel.endpoint=http://collector:4317",
         "--set",
@@ -398,7 +398,7 @@ def test_values_changes_show_up_in_the_manifests(helm):
         assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://collector:4317"
         assert env["HYBRIDSEARCH_METRICS_PORT"] == "0"
         assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in container_env(find(default, "Deployment", component))
-        assert env.get("HYBRIDSEARCH_SEARCH_DEADLINE_S") == ("7" if component == "gateway" else None)
+        assert env.get("HYBRIDSEARCH_QUERY__SEARCH_DEADLINE_S") == ("7" if component == "gateway" else None)
 
 
 def test_rendered_environment_configures_the_services(helm, full_values, monkeypatch):

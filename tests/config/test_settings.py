@@ -41,3 +41,16 @@ def test_the_environment_spells_the_map_as_json_or_by_entry_and_the_old_names_st
 def test_a_bad_leg_weight_is_refused_at_start(fusion, message):
     with pytest.raises(ValidationError, match=message):
         Settings(fusion=fusion)
+
+
+def test_a_query_setting_under_its_old_root_name_is_refused_naming_the_new_one(monkeypatch):
+    import pytest
+    from pydantic import ValidationError
+
+    from hybridsearch.config.settings import Settings
+
+    monkeypatch.setenv("HYBRIDSEARCH_QUERY__SEARCH_DEADLINE_S", "8")
+    assert Settings().query.search_deadline_s == 8.0
+    monkeypatch.setenv("HYBRIDSEARCH_LEG_DEPTH", "50")
+    with pytest.raises(ValidationError, match="HYBRIDSEARCH_LEG_DEPTH is now HYBRIDSEARCH_QUERY__LEG_DEPTH"):
+        Settings()

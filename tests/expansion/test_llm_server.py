@@ -215,7 +215,7 @@ def test_fuzzy_thorough_on_a_typo_query_answers_inside_its_deadline(llm_stack, q
                                                       effort=common_pb2.EFFORT_THOROUGH, explain=True))
     legs = {leg.name: leg for leg in response.legs}
     assert not response.degraded and legs["expansion"].state == OK, (legs["expansion"].reason, list(response.notices))
-    assert response.took_ms < stack.settings.thorough_deadline_s * 1000
+    assert response.took_ms < stack.settings.query.thorough_deadline_s * 1000
     stages = {t.stage for t in response.explain.timings}
     assert "leg.vector.correct" in stages  # the typo-corrected query embedded (fuzzy)
     assert response.hits and response.hits[0].doc_id == expected

@@ -115,7 +115,7 @@ STRONG, NONSENSE = "how are variant queries weighted in rank fusion", "zqxv blor
 def test_the_score_floor_drops_what_says_nothing_and_no_floor_keeps_it(gateway, stack, sample):
     """The deployment's score floor (settings default_min_score) is the min_score of a request that sets none: a
     reranked nonsense answer's tail scores under it and is dropped; no_floor keeps every hit."""
-    floor = stack.settings.default_min_score
+    floor = stack.settings.query.default_min_score
     assert floor > 0
     every = search(gateway, NONSENSE, rerank=True, top_k=50, no_floor=True)
     floored = search(gateway, NONSENSE, rerank=True, top_k=50)

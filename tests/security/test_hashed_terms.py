@@ -56,7 +56,7 @@ def dictionary(store: TantivyBm25Engine, field: str) -> dict[str, int]:
 
 @pytest.mark.parametrize("language", ["en", "de"])
 async def test_the_gateway_analyzes_as_tantivy_indexes_and_ranks_the_same(tmp_path, language):
-    seal, terms = seal_of(language, "k1"), HashedTerms(SETTINGS)
+    seal, terms = seal_of(language, "k1"), HashedTerms(SETTINGS.bm25)
     clear, hashed = engine(tmp_path / "clear", language, False), engine(tmp_path / "hashed", language, True)
     sealed = chunks(language, seal)
     await clear.upsert("c", sealed)
@@ -88,7 +88,7 @@ async def test_the_gateway_analyzes_as_tantivy_indexes_and_ranks_the_same(tmp_pa
 async def test_a_query_matches_records_hashed_under_any_key_the_collection_holds(tmp_path):
     """A rotation under way: records hashed under the old key and the new coexist, the query holds both."""
     old, rotating = seal_of("en", "old1"), seal_of("en", "new2", "old1")
-    terms, store = HashedTerms(SETTINGS), engine(tmp_path, "en", True)
+    terms, store = HashedTerms(SETTINGS.bm25), engine(tmp_path, "en", True)
     [_, ledger, costs] = chunks("en", old)  # both say "harbour"
     await store.upsert("c", terms.chunks(old, [ledger]) + terms.chunks(rotating, [costs]))
     query = terms.query(rotating, "harbour")
@@ -102,7 +102,7 @@ async def test_a_query_matches_records_hashed_under_any_key_the_collection_holds
 
 
 async def test_typo_tolerance_matches_nothing_new_on_hashed_terms(tmp_path):
-    seal, terms, store = seal_of("en", "k1"), HashedTerms(SETTINGS), engine(tmp_path, "en", True)
+    seal, terms, store = seal_of("en", "k1"), HashedTerms(SETTINGS.bm25), engine(tmp_path, "en", True)
     await store.upsert("c", terms.chunks(seal, chunks("en", seal)))
     [typo] = await store.search("c", [terms.query(seal, "harbuor")], 10, [], fuzzy=True)
     [exact] = await store.search("c", [terms.query(seal, "harbour")], 10, [], fuzzy=True)

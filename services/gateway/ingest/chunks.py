@@ -83,7 +83,7 @@ def store_requests(collection: str, documents: list[ingest_pb2.Document], settin
     bm25 = request
     if hashes_terms(seal):
         bm25 = common_pb2.UpsertChunksRequest(collection=collection,
-                                              chunks=(terms or HashedTerms(settings)).chunks(seal, shared))
+                                              chunks=(terms or HashedTerms(settings.bm25)).chunks(seal, shared))
     words = settings.vector.chunk_words
     if not words or words == settings.chunk_words:
         return bm25, request

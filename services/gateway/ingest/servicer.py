@@ -61,7 +61,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         # Writes ordered against drops of their collection (gateway/ingest/write_order.py); the gateway shares one.
         self.order = order or WriteOrder(settings.redis.state())
         self.sealer = Sealer(settings)
-        self.terms = HashedTerms(settings)
+        self.terms = HashedTerms(settings.bm25)
         self.tracer = tracer(__name__)
         # Writes wait longer for a slot than searches (a bulk load is patient: no standing-queue test), but
         # never without bound, and never when the expected wait and write do not fit the RPC's deadline.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from hybridsearch.config.settings import Settings
+from hybridsearch.config.search import QuerySettings
 from hybridsearch.query.effort import effort_policy
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.breakers import Breakers
@@ -23,11 +23,11 @@ MIN_BUDGET_S = 0.05
 
 
 class Expander:
-    def __init__(self, settings: Settings, backends: Backends, breakers: Breakers) -> None:
-        self.settings, self.backends, self.breakers = settings, backends, breakers
+    def __init__(self, cfg: QuerySettings, backends: Backends, breakers: Breakers) -> None:
+        self.cfg, self.backends, self.breakers = cfg, backends, breakers
 
     def budget(self, deadline: Deadline) -> float:
-        return max(MIN_BUDGET_S, deadline.left() - self.settings.expansion_reserve_s)
+        return max(MIN_BUDGET_S, deadline.left() - self.cfg.expansion_reserve_s)
 
     async def expand(self, plan: SearchPlan, deadline: Deadline, report: Report) -> expansion_pb2.ExpandResponse | None:
         if (why := plan.no_expansion) is not None:

@@ -4,7 +4,7 @@ then the collection's metadata boosts on the fused scores (gateway.query.boosts)
 from __future__ import annotations
 
 from hybridsearch.runtime import metrics
-from hybridsearch.config.settings import Settings
+from hybridsearch.config.search import QuerySettings, ResilienceSettings
 from hybridsearch.fusion.params import params_to_proto
 from hybridsearch.fusion.service import fuse_proto
 from hybridsearch.gateway.backends import Backends
@@ -21,8 +21,8 @@ NAME = "fusion"
 
 
 class Fuser:
-    def __init__(self, settings: Settings, backends: Backends, breakers: Breakers) -> None:
-        self.settings, self.backends, self.breakers = settings, backends, breakers
+    def __init__(self, cfg: QuerySettings, resilience: ResilienceSettings, backends: Backends, breakers: Breakers) -> None:
+        self.cfg, self.resilience, self.backends, self.breakers = cfg, resilience, backends, breakers
 
     async def fuse(self, plan: SearchPlan, pool: Pool, deadline: Deadline, report: Report) -> list[fusion_pb2.FusedHit]:
         """The pool's lists fused, boosted; the boosts that applied are reported (explain)."""
@@ -33,18 +33,18 @@ class Fuser:
 
     async def _fused(self, plan: SearchPlan, lists: list[common_pb2.RankedList], deadline: Deadline,
                      report: Report) -> list[fusion_pb2.FusedHit]:
-        limit = self.settings.fusion_depth
-        if len(lists) <= self.settings.fuse_in_gateway_lists:
+        limit = self.cfg.fusion_depth
+        if len(lists) <= self.cfg.fuse_in_gateway_lists:
             # One ranked list (the default's only case): fusion would only collapse chunks and scale scores,
             # which the same library does here in microseconds; a hop would cost more than the answer.
-            # More lists where the operator says so (Settings.fuse_in_gateway_lists: the hop's CPU measured).
+            # More lists where the operator says so (QuerySettings.fuse_in_gateway_lists: the hop's CPU measured).
             return fuse_proto(lists, plan.fusion, limit, with_text=False)
         request = fusion_pb2.FuseRequest(lists=[ranks_only(rl) for rl in lists], config=params_to_proto(plan.fusion),
                                          limit=limit, omit_text=True)
         try:
             with TRACER.start_as_current_span("gateway.fusion"):
                 async with self.breakers.guard(NAME):
-                    timeout = min(deadline.left(), self.settings.resilience.fusion_timeout_s)
+                    timeout = min(deadline.left(), self.resilience.fusion_timeout_s)
                     response = await self.backends.fusion.Fuse(request, timeout=timeout)
                     report.fusion_applied = response.config
                     return list(response.hits)

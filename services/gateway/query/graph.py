@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hybridsearch.config.search import GraphSettings
 from hybridsearch.v1 import common_pb2, fusion_pb2, search_pb2, vector_pb2
 
 NAME = "graph"
@@ -31,7 +32,7 @@ class GraphLeg:
     """The Neighbours call of one search, as a RetrievalLeg (gateway.query.legs.protocol)."""
 
     seeds: tuple[str, ...]
-    timeout_s: float
+    cfg: GraphSettings  # how many neighbours, within what time
     leg: int = common_pb2.LEG_GRAPH
     name: str = NAME
     part: str = NAME
@@ -41,13 +42,13 @@ class GraphLeg:
     def used_by(self, plan) -> bool:
         return plan.graph
 
-    def request(self, base, plan, settings) -> vector_pb2.NeighboursRequest:
+    def request(self, base, plan, legs) -> vector_pb2.NeighboursRequest:
         return vector_pb2.NeighboursRequest(collection=base.collection, seeds=self.seeds, query=base.queries[0],
-                                            limit=settings.graph.neighbours, filters=base.filters,
+                                            limit=self.cfg.neighbours, filters=base.filters,
                                             metadata_fields=base.metadata_fields)
 
     def call(self, backends, request, timeout):
-        return backends.vector.Neighbours(request, timeout=min(timeout, self.timeout_s))
+        return backends.vector.Neighbours(request, timeout=min(timeout, self.cfg.timeout_s))
 
 
 def seeds(fused: Sequence[fusion_pb2.FusedHit], count: int) -> tuple[str, ...]:
@@ -66,19 +67,19 @@ def keep_chunks(graph_list: common_pb2.RankedList, fused: Sequence[fusion_pb2.Fu
     return kept
 
 
-async def neighbours(plan, fused: Sequence[fusion_pb2.FusedHit], settings, runner, deadline,
+async def neighbours(plan, fused: Sequence[fusion_pb2.FusedHit], cfg: GraphSettings, runner, deadline,
                      report) -> common_pb2.RankedList | None:
     """The graph stage: the neighbours' list (its hits of fused documents rewritten to their fused chunk),
     or None when the stage is off, failed or found nothing. `runner` is gateway.query.legs.runner.LegRunner."""
     if not plan.graph:
         report.leg(NAME, SKIPPED, "off")
         return None
-    top = seeds(fused, settings.graph.seeds)
+    top = seeds(fused, cfg.seeds)
     if not top:
         report.leg(NAME, SKIPPED, "no fused documents to start from")
         return None
     original = [common_pb2.LegQuery(text=plan.query, kind=common_pb2.QUERY_KIND_ORIGINAL)]
-    lists = await runner.run(GraphLeg(top, settings.graph.timeout_s), plan, original, deadline, report)
+    lists = await runner.run(GraphLeg(top, cfg), plan, original, deadline, report)
     if not lists:
         return None
     graph_list = lists[0]

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 
 from redis.exceptions import RedisError
 
-from hybridsearch.config.settings import Settings
+from hybridsearch.config.deployment import RedisSettings
+from hybridsearch.config.search import PagingSettings
 from hybridsearch.contract.validation import InvalidArgument, Refusal, check_collection
 from hybridsearch.v1 import paging_pb2, search_pb2
 
@@ -189,14 +190,13 @@ class Pager:
     unreachable first pages carry no token and say why; a watch pings it every WATCH_S meanwhile, so the
     first answer after it is back carries a token again."""
 
-    def __init__(self, settings: Settings) -> None:
-        cfg = settings.paging
+    def __init__(self, cfg: PagingSettings, redis_settings: RedisSettings) -> None:
         secret = cfg.secret.get_secret_value().encode() if cfg.secret else None
         if secret is None and cfg.max_hits:
             log.warning("paging.secret is not set: page tokens are signed with a key of this process only "
                         "(another replica, or this one after a restart, refuses them)")
         self.tokens = PageTokens(secret or secrets.token_bytes(32), cfg.ttl_s)
-        client = settings.redis.cache()
+        client = redis_settings.cache()
         self.store = PageStore(client, cfg.ttl_s)
         self.max_hits = cfg.max_hits
         self.reachable = True

@@ -176,7 +176,7 @@ def _plan(request: search_pb2.SearchRequest, settings: Settings, query: str, top
         filters=check_filters(request.filters),
         fusion=resolve_params(request.fusion, settings.fusion),
         rerank_requested=request.rerank if request.HasField("rerank") else None,
-        min_score=request.min_score or (0.0 if request.no_floor else settings.default_min_score),
+        min_score=request.min_score or (0.0 if request.no_floor else settings.query.default_min_score),
         explain=request.explain,
         config=config,
         expand=request.expand if request.HasField("expand") else None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hybridsearch.config.settings import Settings
+from hybridsearch.config.search import RerankSettings
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.breakers import Breakers
 from hybridsearch.gateway.query.deadline import Deadline, reason
@@ -45,8 +45,8 @@ class Reranked:
 
 
 class Reranker:
-    def __init__(self, settings: Settings, backends: Backends, breakers: Breakers, texts: StoredTexts) -> None:
-        self.cfg, self.backends, self.breakers, self.texts = settings.rerank, backends, breakers, texts
+    def __init__(self, cfg: RerankSettings, backends: Backends, breakers: Breakers, texts: StoredTexts) -> None:
+        self.cfg, self.backends, self.breakers, self.texts = cfg, backends, breakers, texts
 
     async def rerank(self, plan: SearchPlan, fused: list[fusion_pb2.FusedHit], pool: Pool, deadline: Deadline,
                      report: Report) -> Reranked:

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
-from hybridsearch.config.settings import Settings
+from hybridsearch.config.search import RerankSettings
+from hybridsearch.config.stores import Bm25Settings
 from hybridsearch.fusion.params import params_to_proto
 from hybridsearch.gateway.query.boosts import FUSION, RERANK, boost_final, capped, factors
 from hybridsearch.gateway.query.calibration import Scale, non_increasing, own_scores, scale_of
@@ -38,10 +39,10 @@ class Answer:
 
 
 class Responder:
-    def __init__(self, settings: Settings, texts: StoredTexts) -> None:
-        self.cfg, self.texts = settings.rerank, texts
+    def __init__(self, rerank: RerankSettings, bm25: Bm25Settings, texts: StoredTexts) -> None:
+        self.cfg, self.texts = rerank, texts
         # Highlights match the query's terms as BM25 analyses them (stemmed, without stopwords).
-        self.analyzer = EnglishAnalyzer(settings.bm25.stemmer, settings.bm25.stopwords)
+        self.analyzer = EnglishAnalyzer(bm25.stemmer, bm25.stopwords)
 
     async def respond(self, plan: SearchPlan, fused: list[fusion_pb2.FusedHit], reranked: Reranked, pool: Pool,
                       deadline: Deadline, report: Report) -> Answer:

@@ -31,6 +31,7 @@ import grpc
 from hybridsearch.runtime import metrics
 from hybridsearch.config.settings import Settings
 from hybridsearch.query.effort import effort_policy
+from hybridsearch.security.hashed_terms import HashedTerms
 from hybridsearch.security.sealing import Sealer
 from hybridsearch.contract.validation import Refusal, abort_invalid
 from hybridsearch.gateway.access.admission import Admission, Overloaded
@@ -42,6 +43,7 @@ from hybridsearch.gateway.query.expander import Expander
 from hybridsearch.gateway.query.fanout import fan_out
 from hybridsearch.gateway.query.fuse import Fuser
 from hybridsearch.gateway.query.graph import neighbours
+from hybridsearch.gateway.query.legs.protocol import LegSettings
 from hybridsearch.gateway.query.legs.runner import LegRunner
 from hybridsearch.gateway.query.next_page import next_page
 from hybridsearch.gateway.query.observed import TRACER
@@ -64,18 +66,22 @@ class QueryPath:
         resilience = settings.resilience
         self.settings = settings
         self.breakers = Breakers(resilience.breaker_threshold, resilience.breaker_reset_s)
-        self.runner = LegRunner(settings, backends, self.breakers)
-        self.expander = Expander(settings, backends, self.breakers)
-        self.fuser = Fuser(settings, backends, self.breakers)
-        self.texts = StoredTexts(settings, backends)
-        self.reranker = Reranker(settings, backends, self.breakers, self.texts)
-        self.responder = Responder(settings, self.texts)
+        # each stage gets its own sections of the settings, not the whole (the plan alone reads the deployment's
+        # collections and defaults: gateway/query/request.py)
+        query, rerank = settings.query, settings.rerank
+        legs = LegSettings(vector=settings.vector, hashed_terms=HashedTerms(settings.bm25))
+        self.runner = LegRunner(query, resilience, rerank, legs, backends, self.breakers)
+        self.expander = Expander(query, backends, self.breakers)
+        self.fuser = Fuser(query, resilience, backends, self.breakers)
+        self.texts = StoredTexts(query, rerank, Sealer(settings), backends)
+        self.reranker = Reranker(rerank, backends, self.breakers, self.texts)
+        self.responder = Responder(rerank, settings.bm25, self.texts)
 
     async def answer(self, plan: SearchPlan, deadline: Deadline, report: Report) -> Answer | None:
         """The first page of an answer, or None when no retrieval leg answered."""
         if plan.parts:  # several collections: each retrieves and fuses on its own, then one merged list
             found = await fan_out(plan, lambda part, part_report: self.collection(part, deadline, part_report),
-                                  report, self.settings.fusion_depth)
+                                  report, self.settings.query.fusion_depth)
         else:
             found = await self.collection(plan, deadline, report)
         if found is None:
@@ -91,7 +97,7 @@ class QueryPath:
         """One collection's fused list and the pool it was fused from (None: none of its legs answered)."""
         for notice in plan.notices:
             report.notice(notice)
-        lists = await retrieve(plan, deadline, self.runner, self.expander, report, self.settings.variant_batch_wait_s)
+        lists = await retrieve(plan, deadline, self.runner, self.expander, report, self.settings.query.variant_batch_wait_s)
         if lists is None:
             return None
         pool = Pool()
@@ -100,7 +106,7 @@ class QueryPath:
         fused = await self.fuser.fuse(plan, pool, deadline, report)
         report.timed("fusion", t)
         t = time.perf_counter()
-        if (graph := await neighbours(plan, fused, self.settings, self.runner, deadline, report)) is not None:
+        if (graph := await neighbours(plan, fused, self.settings.graph, self.runner, deadline, report)) is not None:
             pool.add([graph])  # link expansion's list joins the others, fused once more
             fused = await self.fuser.fuse(plan, pool, deadline, report)
         if plan.graph:
@@ -115,7 +121,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         cfg = settings.admission
         self.admission = Admission(cfg.max_in_flight, cfg.max_queue, cfg.max_wait_s)
         self.path = QueryPath(settings, backends)
-        self.pager = Pager(settings)
+        self.pager = Pager(settings.paging, settings.redis)
         self.sealer = Sealer(settings)
         metrics.initialise(metrics.DEGRADED_LEGS, "leg", metrics.DEGRADABLE_LEGS)
 
@@ -133,8 +139,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         except Refusal as err:  # InvalidArgument, NOT_FOUND; SealingError: a sealed collection without its key
             await abort_invalid(context, err)
         effort = common_pb2.Effort.Name(plan.effort)
-        budget = effort_policy(plan.effort).deadline_s(self.settings.search_deadline_s,
-                                                       self.settings.thorough_deadline_s)
+        budget = effort_policy(plan.effort).deadline_s(self.settings.query.search_deadline_s,
+                                                       self.settings.query.thorough_deadline_s)
         deadline = Deadline(min(budget, context.time_remaining() or budget))
         report = Report()
         response = None

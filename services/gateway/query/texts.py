@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import grpc
 
-from hybridsearch.config.settings import Settings
+from hybridsearch.config.search import QuerySettings, RerankSettings
 from hybridsearch.security.sealing import Sealer
 from hybridsearch.contract.validation import Refusal
 from hybridsearch.gateway.backends import Backends
@@ -31,22 +31,22 @@ from hybridsearch.v1 import common_pb2
 MARGIN = 2  # texts down to twice the deepest rank the page or the rerank pool reads
 
 
-def text_depth(plan, settings: Settings) -> int:
+def text_depth(plan, cfg: QuerySettings, rerank: RerankSettings) -> int:
     """How deep each leg list carries texts for this search (0: every hit)."""
     if plan.parts:
         return 0
-    reach = max(plan.offset + plan.top_k, pool_bound(plan.rerank_requested, plan.effort, settings.rerank))
+    reach = max(plan.offset + plan.top_k, pool_bound(plan.rerank_requested, plan.effort, rerank))
     depth = MARGIN * reach
-    return 0 if depth >= settings.leg_depth else depth
+    return 0 if depth >= cfg.leg_depth else depth
 
 
 class StoredTexts:
     """Chunks read back from the stores: the vector leg's own passages ("#p<n>") from the vector store,
     every other chunk from the BM25 store; one GetChunks call per (collection, store)."""
 
-    def __init__(self, settings: Settings, backends: Backends) -> None:
-        self.settings, self.backends = settings, backends
-        self.sealer = Sealer(settings)  # a sealed collection's chunks are opened as they are read (gateway.query.sealed)
+    def __init__(self, cfg: QuerySettings, rerank: RerankSettings, sealer: Sealer, backends: Backends) -> None:
+        self.cfg, self.rerank, self.backends = cfg, rerank, backends
+        self.sealer = sealer  # a sealed collection's chunks are opened as they are read (gateway.query.sealed)
 
     async def chunks(self, hits: list[tuple[str, str, str]], deadline: Deadline,
                      stored: Callable[[str], str] = str) -> dict[tuple[str, str], common_pb2.Chunk]:
@@ -74,7 +74,7 @@ class StoredTexts:
         """Reads the texts of these fused hits that came from below the legs' text depth into `pool`, and opens
         the sealed ones (gateway.query.sealed); one that cannot be read leaves its hit without a preview, noted."""
         open_hits(plan, hits, pool)
-        if not text_depth(plan, self.settings):  # every hit came with its text
+        if not text_depth(plan, self.cfg, self.rerank):  # every hit came with its text
             return
         missing = [h for h in hits if not pool.hit(h.chunk_id).text]
         if not missing:

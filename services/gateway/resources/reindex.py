@@ -64,7 +64,7 @@ class Reindexer:
         self.aliases = catalog.aliases
         self.holds = Holds(order.redis)
         self.sealer = Sealer(settings)
-        self.terms = HashedTerms(settings)
+        self.terms = HashedTerms(settings.bm25)
 
     def _stub(self, store: str):
         return self.backends.bm25 if store == "bm25" else self.backends.vector

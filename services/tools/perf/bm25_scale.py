@@ -62,12 +62,12 @@ async def _index(settings: Settings, corpus: Path, batch: int, progress, collect
 async def _search(settings: Settings, queries: list[str], collection: str) -> dict:
     started = time.perf_counter()
     engine = build_engine(settings)
-    await engine.search(collection, queries[:1], settings.leg_depth, [])
+    await engine.search(collection, queries[:1], settings.query.leg_depth, [])
     reopen_s = time.perf_counter() - started
     times = []
     for query in queries:
         t = time.perf_counter()
-        await engine.search(collection, [query], settings.leg_depth, [])
+        await engine.search(collection, [query], settings.query.leg_depth, [])
         times.append((time.perf_counter() - t) * 1000)
     stats = await engine.stats(collection)
     await engine.close()

@@ -24,7 +24,7 @@ def setup_from_settings(settings: Settings) -> Setup:
         bm25=Bm25Config(settings.bm25.k1, settings.bm25.b, settings.bm25.stemmer, settings.bm25.stopwords,
                         settings.bm25.title_boost),
         dense=DenseConfig(settings.vector.embedder, settings.vector.max_seq_length, True, settings.chunk_words),
-        depth=settings.leg_depth,
+        depth=settings.query.leg_depth,
         prf_docs=settings.expansion.prf_docs if settings.expansion.prf_in_balanced else 0,
         prf_terms=settings.expansion.prf_terms,
         rocchio_docs=settings.vector.feedback_docs,

@@ -66,8 +66,8 @@ def test_the_leg_request_carries_seeds_query_filters_and_bound():
     only = [common_pb2.MetadataFilter(field="lang", equals="en")]
     base = common_pb2.LegSearchRequest(collection="c", limit=100, filters=only, metadata_fields=["type"], queries=[
         common_pb2.LegQuery(text="q", kind=common_pb2.QUERY_KIND_ORIGINAL)])
-    leg = GraphLeg(("a", "b"), 0.5)
-    request = leg.request(base, None, s)
+    leg = GraphLeg(("a", "b"), s.graph)
+    request = leg.request(base, None, None)
     assert isinstance(request, vector_pb2.NeighboursRequest)
     assert (list(request.seeds), request.query.text, request.limit) == (["a", "b"], "q", s.graph.neighbours)
     assert list(request.filters) == only and list(request.metadata_fields) == ["type"]
@@ -93,7 +93,7 @@ class Runner:
 async def stage(graph: bool, answer):
     report, runner = Report(), Runner(answer)
     fused = [fused_hit("a"), fused_hit("b", 2)]
-    out = await neighbours(Plan(graph), fused, Settings(), runner, None, report)
+    out = await neighbours(Plan(graph), fused, Settings().graph, runner, None, report)
     return out, report, runner.calls
 
 

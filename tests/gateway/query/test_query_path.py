@@ -112,7 +112,7 @@ async def test_fast_fuses_in_the_gateway_where_the_operator_says_so_with_the_ser
     served, _ = await run(backends(), effort=FAST, explain=True)
     parts = backends()
     s = settings()
-    s.fuse_in_gateway_lists = 2
+    s.query.fuse_in_gateway_lists = 2
     answer, report = await run(parts, s=s, effort=FAST, explain=True)
     assert parts.fusion.calls == 0 and not report.degraded and not answer.response.notices
     assert [(h.doc_id, h.chunk_id, h.score) for h in answer.response.hits] == \
@@ -179,7 +179,7 @@ async def test_a_quick_expansion_sends_each_leg_its_original_and_variants_in_one
 async def test_without_the_batch_window_variants_are_a_second_round():
     from query_standins import settings
     s = settings()
-    s.variant_batch_wait_s = 0.0
+    s.query.variant_batch_wait_s = 0.0
     parts = backends(expansion=expansion(delay=0.005))
     answer, _ = await run(parts, s=s, effort=BALANCED, explain=True)
     assert len(parts.vector.Search.requests) == len(parts.bm25.Search.requests) == 2
@@ -242,7 +242,7 @@ async def test_a_leg_that_takes_no_variants_does_not_wait_for_expansion(monkeypa
     from types import MappingProxyType
     monkeypatch.setattr(registry, "LEGS", MappingProxyType({**registry.LEGS, 98: OriginalOnly()}))
     s = settings()
-    s.variant_batch_wait_s = 0.5
+    s.query.variant_batch_wait_s = 0.5
     parts = backends(expansion=expansion(delay=0.3))
     t = time.perf_counter()
     answer, report = await run(parts, s=s, effort=BALANCED, explain=True)

@@ -16,13 +16,13 @@ def test_defaults():
 
 
 def test_the_score_floor_is_the_min_score_of_a_request_that_sets_none():
-    settings = Settings(default_min_score=0.03)
+    settings = Settings(query={"default_min_score": 0.03})
     plan = lambda **kw: plan_search(search_pb2.SearchRequest(query="q", **kw), settings)  # noqa: E731
     assert plan().min_score == 0.03
     assert plan(min_score=0.5).min_score == 0.5
     assert plan(no_floor=True).min_score == 0.0
     assert plan(min_score=0.5, no_floor=True).min_score == 0.5  # the request's own min_score still applies
-    assert plan_search(search_pb2.SearchRequest(query="q"), Settings(default_min_score=0.0)).min_score == 0.0
+    assert plan_search(search_pb2.SearchRequest(query="q"), Settings(query={"default_min_score": 0.0})).min_score == 0.0
 
 
 @pytest.mark.parametrize("request_kwargs,message", [

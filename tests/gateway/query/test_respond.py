@@ -16,6 +16,7 @@ from hybridsearch.gateway.query.pool import MergedPool, Pool
 from hybridsearch.gateway.query.request import plan_search
 from hybridsearch.gateway.query.rerank import Reranked
 from hybridsearch.gateway.query.respond import Responder
+from hybridsearch.security.sealing import Sealer
 from hybridsearch.gateway.query.texts import StoredTexts
 from hybridsearch.reranker.blend import fusion_weight
 from hybridsearch.v1 import common_pb2, search_pb2
@@ -83,7 +84,7 @@ def test_calibrated_gives_each_hit_its_per_hit_score(seed, collections, rerank_d
     rng.shuffle(order)
     rerank = {i: rng.random() for i in order[:rerank_depth]}
     reranked = Reranked(order=order, rerank=rerank)
-    responder = Responder(SETTINGS, StoredTexts(SETTINGS, backends()))
+    responder = Responder(SETTINGS.rerank, SETTINGS.bm25, StoredTexts(SETTINGS.query, SETTINGS.rerank, Sealer(SETTINGS), backends()))
     got = responder.calibrated(plan, fused, reranked, order, pool)
     assert list(got) == order
     assert got == per_hit(responder, plan, fused, reranked, order, pool)

@@ -31,12 +31,12 @@ def plan(effort=FAST, top_k=10, offset=0, rerank=None, parts=()) -> SearchPlan:
     (plan(FAST, parts=(plan(FAST),)), 0),                          # several collections dedupe by content
 ])
 def test_text_depth(search, depth):
-    assert text_depth(search, SETTINGS) == depth
+    assert text_depth(search, SETTINGS.query, SETTINGS.rerank) == depth
 
 
 def test_text_depth_reaches_the_cpu_rerank_pool():
     settings = Settings(rerank={"in_balanced": True, "pool_gpu_standard": 10, "pool_cpu": 30})
-    assert text_depth(plan(BALANCED), settings) == MARGIN * 30
+    assert text_depth(plan(BALANCED), settings.query, settings.rerank) == MARGIN * 30
 
 
 def lists(n: int) -> list[common_pb2.RankedList]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hybridsearch.security.hashed_terms import HashedTerms, hashes_terms
+from hybridsearch.security.hashed_terms import hashes_terms
 from hybridsearch.v1 import common_pb2
 
 MODES = frozenset({common_pb2.RETRIEVAL_MODE_BM25, common_pb2.RETRIEVAL_MODE_HYBRID})
@@ -22,10 +22,10 @@ class Bm25Leg:
     def used_by(self, plan) -> bool:
         return plan.mode in MODES
 
-    def request(self, base, plan, settings):
+    def request(self, base, plan, legs):
         base.fuzzy = plan.fuzzy  # typo tolerance: fuzzy and prefix terms (bm25/fuzzy.py)
         if hashes_terms(plan.seal):
-            terms = HashedTerms(settings)
+            terms = legs.hashed_terms
             for q in base.queries:
                 q.text = terms.query(plan.seal, q.text)
         return base

@@ -8,12 +8,24 @@ and calibration read the same row. Adding a leg is a module and its row.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Awaitable, Protocol
 
-from hybridsearch.config.settings import Settings
+from hybridsearch.config.stores import VectorSettings
+from hybridsearch.security.hashed_terms import HashedTerms
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.query.request import SearchPlan
 from hybridsearch.v1 import common_pb2
+
+
+@dataclass(frozen=True)
+class LegSettings:
+    """What the legs' requests read of the deployment, handed to each `request`: the vector section (Rocchio's
+    feedback depth) and the hashed terms a hashed-terms collection's BM25 query is sent as (made with the BM25
+    section's analysis)."""
+
+    vector: VectorSettings
+    hashed_terms: HashedTerms
 
 
 class RetrievalLeg(Protocol):
@@ -30,7 +42,7 @@ class RetrievalLeg(Protocol):
         ...
 
     def request(self, base: common_pb2.LegSearchRequest, plan: SearchPlan,
-                settings: Settings) -> common_pb2.LegSearchRequest:
+                legs: LegSettings) -> common_pb2.LegSearchRequest:
         """The leg's request: `base` (collection, queries, depth, filters) plus what only this leg needs."""
         ...
 

@@ -15,7 +15,8 @@ import time
 
 import grpc
 
-from hybridsearch.config.settings import Settings
+from hybridsearch.config.search import QuerySettings, RerankSettings, ResilienceSettings
+from hybridsearch.gateway.query.legs.protocol import LegSettings
 from hybridsearch.contract.validation import InvalidArgument
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.breakers import Breakers
@@ -67,9 +68,10 @@ class Stragglers:
 
 
 class LegRunner:
-    def __init__(self, settings: Settings, backends: Backends, breakers: Breakers) -> None:
-        self.settings, self.backends, self.breakers = settings, backends, breakers
-        self.resilience = settings.resilience
+    def __init__(self, cfg: QuerySettings, resilience: ResilienceSettings, rerank: RerankSettings, legs: LegSettings,
+                 backends: Backends, breakers: Breakers) -> None:
+        self.cfg, self.resilience, self.rerank, self.legs = cfg, resilience, rerank, legs
+        self.backends, self.breakers = backends, breakers
 
     def stragglers(self, calls: int) -> Stragglers | None:
         """A cut-off for a round of `calls` calls (none for a call alone: it has nobody to wait for)."""
@@ -78,10 +80,10 @@ class LegRunner:
     async def run(self, leg: RetrievalLeg, plan: SearchPlan, queries: list[common_pb2.LegQuery], deadline: Deadline,
                   report: Report, *, variants: bool = False,
                   stragglers: Stragglers | None = None) -> list[common_pb2.RankedList] | None:
-        base = common_pb2.LegSearchRequest(collection=plan.store_name, queries=queries, limit=self.settings.leg_depth,
+        base = common_pb2.LegSearchRequest(collection=plan.store_name, queries=queries, limit=self.cfg.leg_depth,
                                            filters=plan.filters, metadata_fields=plan.metadata_fields,
-                                           text_depth=text_depth(plan, self.settings))
-        request = leg.request(base, plan, self.settings)
+                                           text_depth=text_depth(plan, self.cfg, self.rerank))
+        request = leg.request(base, plan, self.legs)
         stage = f"{leg.name}{'.variants' if variants else ''}"
         called = time.perf_counter()
         with observed(stage):

@@ -29,7 +29,7 @@ class TagLeg:
     def used_by(self, plan) -> bool:
         return plan.mode == common_pb2.RETRIEVAL_MODE_HYBRID and plan.config.tag_leg
 
-    def request(self, base, plan, settings):
+    def request(self, base, plan, legs):
         base.limit = max(1, math.ceil(base.limit * POOL_SHARE))
         if plan.seal is not None:  # a sealed collection's tags are keyed hashes: so are the keywords sent
             for q in base.queries:

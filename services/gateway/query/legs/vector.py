@@ -22,10 +22,10 @@ class VectorLeg:
     def used_by(self, plan) -> bool:
         return plan.mode in MODES
 
-    def request(self, base, plan, settings):
+    def request(self, base, plan, legs):
         # Rocchio feedback is query-side expansion too: it follows the original query, as the plan says.
         if any(q.kind == common_pb2.QUERY_KIND_ORIGINAL for q in base.queries):
-            base.feedback_docs = settings.vector.feedback_docs if plan.rocchio else 0
+            base.feedback_docs = legs.vector.feedback_docs if plan.rocchio else 0
         base.fuzzy = plan.fuzzy  # typo tolerance: the original query is embedded as the BM25 service corrects it
         return base
 
