@@ -90,6 +90,27 @@ def check_written_collection(name: str) -> str:
     return name
 
 
+def check_search_collections(names, collection: str, limit: int) -> tuple[list[str], str]:
+    """A search's `collections` (2..limit distinct valid names; one behaves as `collection`) and its primary
+    collection: `collection` if set (it must be one of them), else the first."""
+    names = list(names)
+    if not names:
+        return [], check_collection(collection)
+    if len(names) > limit:
+        raise InvalidArgument(f"collections names {len(names)} collections; the limit is {limit}")
+    if "" in names:
+        raise InvalidArgument("collections has an empty name")
+    checked = [check_collection(n) for n in names]
+    if len(set(checked)) != len(checked):
+        doubled = sorted({n for n in checked if checked.count(n) > 1})
+        raise InvalidArgument(f"collections names {', '.join(doubled)} more than once; each collection once")
+    if collection and check_collection(collection) not in checked:
+        raise InvalidArgument(f"collection {collection!r} is not one of collections {checked}: "
+                              "leave collection empty or name one of them")
+    primary = check_collection(collection) if collection else checked[0]
+    return (checked if len(checked) > 1 else []), primary
+
+
 def check_doc_id(doc_id: str) -> str:
     if not DOC_ID.fullmatch(doc_id):
         raise InvalidArgument(

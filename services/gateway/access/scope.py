@@ -39,7 +39,7 @@ class Field:
     name: str
     naming: Naming
     # NAME only: a sibling NAMES field; while it names collections an empty value names nothing (the
-    # search's primary collection is then the first of them: gateway/query/request.py check_search_collections).
+    # search's primary collection is then the first of them: contract/validation.py check_search_collections).
     empty_unless: str = ""
 
 

@@ -7,6 +7,7 @@ import time
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.gateway.query.deadline import Deadline
+from hybridsearch.gateway.query.keys import split_key
 from hybridsearch.gateway.query.paging import Pager
 from hybridsearch.gateway.query.previews import result_counts, show, tag_distribution
 from hybridsearch.gateway.query.request import SearchPlan
@@ -20,8 +21,8 @@ async def next_page(request: search_pb2.SearchRequest, plan: SearchPlan, pager: 
     started = time.perf_counter()
     token, order = await pager.order(request)
     page = range(token.offset, min(token.offset + plan.top_k, len(order.hits)))
-    hits = [search_hit(order.hits[i], plan.collection, order.titles[i], order.scores[i], order.blended_scores[i],
-                       order.rerank_scores[i], order.reranked[i]) for i in page]
+    hits = [search_hit(order.hits[i], *split_key(order.hits[i].chunk_id, plan.collection), order.titles[i],
+                       order.scores[i], order.blended_scores[i], order.rerank_scores[i], order.reranked[i]) for i in page]
     home = [(h.collection, h.chunk_id) for h in hits]
     chunks = await texts.chunks([(c, h.doc_id, h.chunk_id) for (c, _), h in zip(home, hits)], deadline, plan.stored_of)
     tags = []

@@ -10,7 +10,7 @@ from hybridsearch.query.effort import DEFAULT_EFFORT, effort_policy, why_not_exp
 from hybridsearch.text.language import check_language
 from hybridsearch.contract.limits import MAX_CONTEXT, MAX_QUERY_CHARS
 from hybridsearch.security.sealing import CollectionSeal
-from hybridsearch.contract.validation import InvalidArgument, check_collection, check_field, check_filters
+from hybridsearch.contract.validation import InvalidArgument, check_field, check_filters, check_search_collections
 from hybridsearch.fusion.methods import FusionParams
 from hybridsearch.fusion.params import resolve_params
 from hybridsearch.v1 import common_pb2, search_pb2
@@ -79,6 +79,7 @@ class SearchPlan:
         return sorted({b.field for b in self.config.boosts} | {self.config.tags_field} | set(SHOWN_FIELDS)
                       | set(self.return_metadata))
 
+    @property
     def configs(self) -> list[tuple[str, CollectionConfig]]:
         """(collection, config) of every collection the plan searches."""
         return [(p.collection, p.config) for p in self.parts] or [(self.collection, self.config)]
@@ -102,40 +103,14 @@ class SearchPlan:
         return self.plan_of(collection).config
 
 
-def check_search_collections(names, collection: str) -> tuple[list[str], str]:
-    """The request's `collections` (2..MAX_COLLECTIONS distinct valid names; one behaves as `collection`)
-    and the primary collection: `collection` if set (it must be one of them), else the first."""
-    names = list(names)
-    if not names:
-        return [], check_collection(collection)
-    if len(names) > MAX_COLLECTIONS:
-        raise InvalidArgument(f"collections names {len(names)} collections; the limit is {MAX_COLLECTIONS}")
-    if "" in names:
-        raise InvalidArgument("collections has an empty name")
-    checked = [check_collection(n) for n in names]
-    if len(set(checked)) != len(checked):
-        doubled = sorted({n for n in checked if checked.count(n) > 1})
-        raise InvalidArgument(f"collections names {', '.join(doubled)} more than once; each collection once")
-    if collection and check_collection(collection) not in checked:
-        raise InvalidArgument(f"collection {collection!r} is not one of collections {checked}: "
-                              "leave collection empty or name one of them")
-    primary = check_collection(collection) if collection else checked[0]
-    return (checked if len(checked) > 1 else []), primary
-
-
 # What every hit shows when its document has it (SearchHit.path, type, modified): the folder readers set them.
 SHOWN_FIELDS = ("path", "type", "modified")
 MAX_RETURN_METADATA = 32  # with the boosts, tags and SHOWN_FIELDS within the legs' MAX_METADATA_FIELDS (64)
 
 
-def check_return_metadata(fields) -> None:
-    if len(fields) > MAX_RETURN_METADATA:
-        raise InvalidArgument(f"return_metadata names {len(fields)} fields; the limit is {MAX_RETURN_METADATA}")
-    for i, name in enumerate(fields):
-        check_field(name, f"return_metadata[{i}]")
-
-
 def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> SearchPlan:
+    """The request checked once, whole (each rule a clear INVALID_ARGUMENT), then a plan per collection it
+    searches, each with what its collection declares."""
     query = request.query.strip()
     if not query:
         raise InvalidArgument("query is empty")
@@ -156,36 +131,38 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
         raise InvalidArgument("page_token and offset exclude each other: a page token already names its page")
     if not 0 <= request.context <= MAX_CONTEXT:
         raise InvalidArgument(f"context must be 0-{MAX_CONTEXT} chunks before and after a hit, got {request.context}")
-    check_return_metadata(request.return_metadata)
-    collections, primary = check_search_collections(request.collections, request.collection)
-    parts = tuple(_plan(request, settings, query, top_k, c) for c in collections)
-    return _plan(request, settings, query, top_k, primary, parts)
+    if len(request.return_metadata) > MAX_RETURN_METADATA:
+        raise InvalidArgument(f"return_metadata names {len(request.return_metadata)} fields; the limit is "
+                              f"{MAX_RETURN_METADATA}")
+    # the rules the contract keeps (contract/validation.py), one after the other; then what settings resolve
+    for i, name in enumerate(request.return_metadata):
+        check_field(name, f"return_metadata[{i}]")
+    collections, primary = check_search_collections(request.collections, request.collection, MAX_COLLECTIONS)
+    filters = check_filters(request.filters)
+    language = check_language(request.language) if request.language else ""
+    fusion = resolve_params(request.fusion, settings.fusion)
+    shared = dict(query=query, top_k=top_k, offset=request.offset, mode=request.mode or common_pb2.RETRIEVAL_MODE_HYBRID,
+                  effort=request.effort or DEFAULT_EFFORT, filters=filters, fusion=fusion, language=language,
+                  rerank_requested=request.rerank if request.HasField("rerank") else None,
+                  min_score=request.min_score or (0.0 if request.no_floor else settings.query.default_min_score),
+                  explain=request.explain, expand=request.expand if request.HasField("expand") else None,
+                  page_token=request.page_token, context=request.context,
+                  prf_in_balanced=settings.expansion.prf_in_balanced)
+    configs = {c: collection_config(settings, c) for c in dict.fromkeys([*collections, primary])}
+    parts = tuple(_plan(request, shared, c, configs[c]) for c in collections)
+    return _plan(request, shared, primary, configs[primary], parts)
 
 
-def _plan(request: search_pb2.SearchRequest, settings: Settings, query: str, top_k: int,
-          collection: str, parts: tuple[SearchPlan, ...] = ()) -> SearchPlan:
-    """The plan of one collection: its own config decides what the request leaves open."""
-    config = collection_config(settings, collection)
+def _plan(request: search_pb2.SearchRequest, shared: dict, collection: str, config: CollectionConfig,
+          parts: tuple[SearchPlan, ...] = ()) -> SearchPlan:
+    """The plan of one collection: the request's checked values, and its own config for what the request
+    leaves open."""
     return SearchPlan(
-        query=query,
+        **shared,
         collection=collection,
-        top_k=top_k,
-        offset=request.offset,
-        mode=request.mode or common_pb2.RETRIEVAL_MODE_HYBRID,
-        effort=request.effort or DEFAULT_EFFORT,
-        filters=check_filters(request.filters),
-        fusion=resolve_params(request.fusion, settings.fusion),
-        rerank_requested=request.rerank if request.HasField("rerank") else None,
-        min_score=request.min_score or (0.0 if request.no_floor else settings.query.default_min_score),
-        explain=request.explain,
         config=config,
-        expand=request.expand if request.HasField("expand") else None,
-        language=check_language(request.language) if request.language else "",
         fuzzy=request.fuzzy if request.HasField("fuzzy") else config.fuzzy,
-        page_token=request.page_token,
         graph=request.graph if request.HasField("graph") else config.graph,
         return_metadata=tuple(request.return_metadata or config.return_metadata),
-        context=request.context,
-        prf_in_balanced=settings.expansion.prf_in_balanced,
         parts=parts,
     )

@@ -48,24 +48,29 @@ class Responder:
                       deadline: Deadline, report: Report) -> Answer:
         finals = reranked.final_scores(fused)
         order = reranked.order
-        for collection, config in plan.configs():  # each collection's boosts on its own hits
+        # what every step below asks of a hit, worked out once: its collection's plan, and (several collections)
+        # its collection and chunk id from its merged key
+        parts = {c: plan.plan_of(c) for c, _ in plan.configs}
+        place = placed(plan, fused)
+
+        for collection, config in plan.configs:  # each collection's boosts on its own hits
             def metadata(i: int, collection=collection):
-                mine = not plan.parts or split_key(fused[i].chunk_id, plan.collection)[0] == collection
+                mine = not plan.parts or place(i)[0] == collection
                 return pool.hit(fused[i].chunk_id).metadata if mine else {}
             order, applied = boost_final(finals, order, reranked.rerank, metadata, lambda i: fused[i].doc_id,
                                          config.boosts, collection)
             report.boosts += applied
-        scores = self.calibrated(plan, fused, reranked, order, pool)
+        scores = self.calibrated(plan, fused, reranked, order, pool, place, parts)
         kept = [i for i in order if scores[i] >= plan.min_score]
 
         def hit(i: int) -> search_pb2.SearchHit:
-            return search_hit(fused[i], plan.collection, pool.hit(fused[i].chunk_id).title, scores[i], finals[i],
+            return search_hit(fused[i], *place(i), pool.hit(fused[i].chunk_id).title, scores[i], finals[i],
                               reranked.rerank.get(i, 0.0), i in reranked.rerank)
 
-        sealed = {c for c, _ in plan.configs() if plan.plan_of(c).seal}  # once, not once per kept hit
+        sealed = {c for c, part in parts.items() if part.seal}  # once, not once per kept hit
 
         def kept_title(i: int) -> str:  # none of a sealed collection: a later page opens its stored chunks
-            if sealed and split_key(fused[i].chunk_id, plan.collection)[0] in sealed:
+            if sealed and place(i)[0] in sealed:
                 return ""
             return pool.hit(fused[i].chunk_id).title
 
@@ -81,7 +86,7 @@ class Responder:
         page, tags = [], []
         for rank, i in enumerate(shown, start=plan.offset):
             page.append(hit(i))
-            part = plan.plan_of(page[-1].collection)
+            part = parts[page[-1].collection]
             leg_hit = pool.shown(fused[i].chunk_id, part.seal is not None)  # a sealed one's metadata opened
             show(page[-1], plan.query, leg_hit.text, self.analyzer, rank, plan.effort, leg_hit, part.return_metadata)
             tags.append(leg_hit.metadata.get(part.config.tags_field, ""))
@@ -93,7 +98,7 @@ class Responder:
             took_ms=(time.perf_counter() - report.started) * 1000,
         )
         if plan.explain:
-            response.explain.CopyFrom(explanation(plan, fused, reranked, pool, report))
+            response.explain.CopyFrom(explanation(plan, place, fused, reranked, pool, report))
         if plan.context and page:
             await self.neighbours(response, plan, deadline)
         return Answer(response, order, len(kept))
@@ -110,16 +115,18 @@ class Responder:
         attach_context(page, chunks, plan.context)
 
     def calibrated(self, plan: SearchPlan, fused: list[fusion_pb2.FusedHit], reranked: Reranked, order: list[int],
-                   pool: Pool) -> dict[int, float]:
+                   pool: Pool, place: Callable[[int], tuple[str, str]] | None = None,
+                   parts: dict[str, SearchPlan] | None = None) -> dict[int, float]:
         """Each hit's calibrated score (gateway.query.calibration), measured on its own collection's scale with its
         collection's boosts, shown non-increasing down the final order (which stays as it is). The candidates
         are measured together (calibration.own_scores), not one call chain per hit."""
         hits = [fused[i] for i in order]
-        collections = ([split_key(hit.chunk_id, plan.collection)[0] for hit in hits] if plan.parts
-                       else [plan.collection] * len(hits))
+        place = place or placed(plan, fused)
+        parts = parts if parts is not None else {c: plan.plan_of(c) for c, _ in plan.configs}
+        collections = [place(i)[0] for i in order]
         measures: dict[str, tuple[SearchPlan, Scale]] = {}  # each collection's plan and scale, made once
         for collection in dict.fromkeys(collections):
-            part = plan.plan_of(collection)
+            part = parts.get(collection, plan)
             measures[collection] = part, scale_of(pool.lists_of(collection), part.fusion)
         boosts, capped_at = None, {}  # fusion-stage boosts of each hit; its rerank-stage factors (reranked ones)
         if any(part.config.boosts for part, _ in measures.values()):
@@ -141,6 +148,14 @@ class Responder:
         for n, rerank_factors in capped_at.items():
             own[n] = capped(own[n], rerank_factors)
         return dict(zip(order, non_increasing(own)))
+
+
+def placed(plan: SearchPlan, fused: list[fusion_pb2.FusedHit]) -> Callable[[int], tuple[str, str]]:
+    """(collection, chunk id) of fused hit i: several collections' merged keys split once, up front."""
+    if not plan.parts:
+        return lambda i: (plan.collection, fused[i].chunk_id)
+    places = [split_key(f.chunk_id, plan.collection) for f in fused]
+    return places.__getitem__
 
 
 def passage_of(chunk_id: str) -> bool:
@@ -167,10 +182,10 @@ def context_chunk(chunk: common_pb2.Chunk) -> search_pb2.ContextChunk:
                                    text=chunk.text, span=chunk.span if chunk.HasField("span") else None)
 
 
-def search_hit(f: fusion_pb2.FusedHit, primary: str, title: str, score: float, blended: float, rerank_score: float,
-               reranked: bool) -> search_pb2.SearchHit:
-    """A fused hit as the answer shows it (without its preview): first pages and later ones alike."""
-    collection, chunk_id = split_key(f.chunk_id, primary)  # several collections: merged keys
+def search_hit(f: fusion_pb2.FusedHit, collection: str, chunk_id: str, title: str, score: float, blended: float,
+               rerank_score: float, reranked: bool) -> search_pb2.SearchHit:
+    """A fused hit, in `collection` as `chunk_id` (its merged key split), as the answer shows it (without its
+    preview): first pages and later ones alike."""
     return search_pb2.SearchHit(
         doc_id=f.doc_id, chunk_id=chunk_id, title=title, score=score, blended_score=blended,
         fusion_score=f.normalized_score, rerank_score=rerank_score, reranked=reranked, collection=collection,
@@ -178,15 +193,15 @@ def search_hit(f: fusion_pb2.FusedHit, primary: str, title: str, score: float, b
     )
 
 
-def explanation(plan: SearchPlan, fused: list[fusion_pb2.FusedHit], reranked: Reranked, pool: Pool,
-                report: Report) -> search_pb2.Explanation:
+def explanation(plan: SearchPlan, place: Callable[[int], tuple[str, str]], fused: list[fusion_pb2.FusedHit],
+                reranked: Reranked, pool: Pool, report: Report) -> search_pb2.Explanation:
     exp = report.expansion or expansion_pb2.ExpandResponse()
     return search_pb2.Explanation(
         lexical_variants=exp.lexical_variants, semantic_variants=exp.semantic_variants, hyde=exp.hyde,
         expansion_generator=exp.generator, expansion_cache_hit=exp.cache_hit,
         leg_lists=pool.explained(),
-        fusion_order=[explained_id(plan, f) for f in fused[:EXPLAINED_ORDER]],
-        rerank_scores={explained_id(plan, fused[i]): s for i, s in reranked.rerank.items()},
+        fusion_order=[explained_id(plan, place, fused, i) for i in range(min(len(fused), EXPLAINED_ORDER))],
+        rerank_scores={explained_id(plan, place, fused, i): s for i, s in reranked.rerank.items()},
         fusion=report.fusion_applied or params_to_proto(plan.fusion), timings=report.timings,
         reranker_model=report.reranker_model, boosts=report.boosts,
         query_language=exp.language, query_language_source=exp.language_source,
@@ -194,7 +209,8 @@ def explanation(plan: SearchPlan, fused: list[fusion_pb2.FusedHit], reranked: Re
     )
 
 
-def explained_id(plan: SearchPlan, hit: fusion_pb2.FusedHit) -> str:
-    """A fused hit as explain names it: its doc id, "collection/doc_id" when several collections are
+def explained_id(plan: SearchPlan, place: Callable[[int], tuple[str, str]], fused: list[fusion_pb2.FusedHit],
+                 i: int) -> str:
+    """Fused hit i as explain names it: its doc id, "collection/doc_id" when several collections are
     searched (doc ids may repeat between them; collection names have no "/")."""
-    return f"{split_key(hit.chunk_id, plan.collection)[0]}/{hit.doc_id}" if plan.parts else hit.doc_id
+    return f"{place(i)[0]}/{fused[i].doc_id}" if plan.parts else fused[i].doc_id

@@ -179,7 +179,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         later page reads its first page's order)."""
         if plan.page_token:
             return plan, []
-        searched = [c for c, _ in plan.configs()]
+        searched = [c for c, _ in plan.configs]
         if not (missing := await self.catalog.missing(searched)):
             return plan, []
         narrow, notices = narrowed(request, searched, missing)
@@ -187,7 +187,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
 
     async def _resolve(self, plan: SearchPlan) -> SearchPlan:
         """The plan with each collection's store name: an alias's serving generation (gateway/resources/aliases.py)."""
-        stored = await self.catalog.stored(c for c, _ in plan.configs())
+        stored = await self.catalog.stored(c for c, _ in plan.configs)
         parts = tuple(replace(part, stored=stored.get(part.collection, "")) for part in plan.parts)
         return replace(plan, parts=parts, stored=stored.get(plan.collection, ""))
 
