@@ -207,33 +207,6 @@ def speed(
         json_out.write_text(json.dumps(result, indent=2))
 
 
-@app.command("hop-cost", rich_help_panel=TOOLS)
-def hop_cost(
-    calls: Annotated[int, typer.Option(min=100, max=20000, help="sequential calls per answer size")] = 2000,
-    hits: Annotated[str, typer.Option(help="comma list of answer sizes, in leg hits with their texts")] = "0,10,100",
-    json_out: Annotated[Optional[Path], typer.Option(help="write the figures here as JSON")] = None,
-):
-    """The floor of one hop: CPU of a bare grpc.aio unary call over loopback, client and server apart."""
-    from rich.table import Table
-
-    from hybridsearch.tools.perf.hop import as_dict, measure
-
-    try:
-        sizes = [int(h) for h in hits.split(",") if h.strip()]
-    except ValueError:
-        console.print(f"[red]--hits takes numbers: {escape(hits)}[/]")
-        raise typer.Exit(2) from None
-    costs = [measure(h, calls) for h in sizes]
-    table = Table("hits", "answer bytes", "client CPU ms", "server CPU ms", "CPU ms a hop", "wall ms",
-                  title=f"one bare unary hop over loopback, {calls} sequential calls")
-    for c in costs:
-        table.add_row(str(c.hits), str(c.answer_bytes), f"{c.client_cpu_ms:.3f}", f"{c.server_cpu_ms:.3f}",
-                      f"{c.cpu_ms:.3f}", f"{c.wall_ms:.3f}")
-    Console().print(table)
-    if json_out is not None:
-        json_out.write_text(json.dumps([as_dict(c) for c in costs], indent=1))
-
-
 @app.command("scale-corpus", rich_help_panel=TOOLS)
 def scale_corpus(
     size: Annotated[int, typer.Option(help="passages: real ones first, then generated (hybridsearch.tools.perf.scale)")] = 100_000,

@@ -34,6 +34,26 @@ MAX_LISTS = 64
 
 def fuse_proto(lists: list[common_pb2.RankedList], params: FusionParams, limit: int,
                with_text: bool = True) -> list[fusion_pb2.FusedHit]:
+    rankings, texts = rankings_of(lists, with_text)
+    hits = []
+    for f in fuse(rankings, params, limit):
+        title, text = texts.get(f.chunk_id, ("", ""))
+        hits.append(
+            fusion_pb2.FusedHit(
+                doc_id=f.doc_id, chunk_id=f.chunk_id, title=title, text=text,
+                fusion_score=f.score, normalized_score=f.normalized,
+                evidence=[
+                    fusion_pb2.LegEvidence(leg=e.leg, kind=KIND_ENUM[e.kind], rank=e.rank, score=e.score)
+                    for e in f.evidence
+                ],
+            )
+        )
+    return hits
+
+
+def rankings_of(lists: list[common_pb2.RankedList],
+                with_text: bool = True) -> tuple[list[Ranking], dict[str, tuple[str, str]]]:
+    """The lists as the fusion library takes them, and each chunk's (title, text) when asked."""
     texts: dict[str, tuple[str, str]] = {}
     rankings = []
     for rl in lists:
@@ -50,20 +70,7 @@ def fuse_proto(lists: list[common_pb2.RankedList], params: FusionParams, limit: 
                 items=[Item(h.doc_id, h.chunk_id, h.score) for h in sorted(rl.hits, key=lambda h: h.rank)],
             )
         )
-    hits = []
-    for f in fuse(rankings, params, limit):
-        title, text = texts.get(f.chunk_id, ("", ""))
-        hits.append(
-            fusion_pb2.FusedHit(
-                doc_id=f.doc_id, chunk_id=f.chunk_id, title=title, text=text,
-                fusion_score=f.score, normalized_score=f.normalized,
-                evidence=[
-                    fusion_pb2.LegEvidence(leg=e.leg, kind=KIND_ENUM[e.kind], rank=e.rank, score=e.score)
-                    for e in f.evidence
-                ],
-            )
-        )
-    return hits
+    return rankings, texts
 
 
 class FusionServicer(fusion_pb2_grpc.FusionServiceServicer):

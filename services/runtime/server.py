@@ -144,9 +144,10 @@ RETRY_SERVICE_CONFIG = json.dumps(
 RETRY_OPTIONS = [("grpc.service_config", RETRY_SERVICE_CONFIG), ("grpc.enable_retries", 1)]
 
 
-def internal_channel(address: str) -> grpc.aio.Channel:
+def internal_channel(address: str, interceptors: list | None = None) -> grpc.aio.Channel:
     """A channel to an internal service with retries, OTel context propagation and large messages allowed;
-    mutual TLS when settings.tls.enabled (hybridsearch.security.tls), plaintext otherwise."""
+    mutual TLS when settings.tls.enabled (hybridsearch.security.tls), plaintext otherwise. `interceptors` run
+    before the usual ones (tools/perf/hops.py records the calls)."""
     return aio_channel(
         address,
         get_settings(),
@@ -158,7 +159,7 @@ def internal_channel(address: str) -> grpc.aio.Channel:
             ("grpc.min_reconnect_backoff_ms", 100),
             ("grpc.max_reconnect_backoff_ms", 1000),
         ],
-        interceptors=grpc_client_interceptors(),
+        interceptors=[*(interceptors or []), *grpc_client_interceptors()],
     )
 
 
