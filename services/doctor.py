@@ -27,6 +27,9 @@ def run_doctor(out: Console) -> int:
     problems = 0
 
     for name in services.NAMES:
+        if name in settings.topology.in_gateway:
+            table.add_row(name, "[green]IN GATEWAY[/]", "topology.in_gateway: its code runs in the gateway's process")
+            continue
         up = grpc_healthy(ep.addr(name))
         problems += not up
         table.add_row(name, "[green]SERVING[/]" if up else "[red]DOWN[/]", ep.addr(name))

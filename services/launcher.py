@@ -202,6 +202,9 @@ class Stack:
             if "expansion" in self.services:
                 self.start_llm()
             for name in self.services:
+                if name in self.settings.topology.in_gateway:  # its code runs inside the gateway: no process
+                    self.notes.append(f"{name}: inside the gateway (topology.in_gateway)")
+                    continue
                 self.start_service(name)
         except BaseException:
             self.stop()

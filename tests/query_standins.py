@@ -109,7 +109,9 @@ def backends(bm25: Call | None = None, vector: Call | None = None, **kw) -> Back
 
 
 def settings(**resilience) -> Settings:
-    return Settings(resilience={"straggler_grace_s": 0.2, "straggler_factor": 2.0, **resilience})
+    """The stand-ins' settings: the chart's topology (a fusion service of its own), stragglers judged fast."""
+    return Settings(resilience={"straggler_grace_s": 0.2, "straggler_factor": 2.0, **resilience},
+                    topology={"in_gateway": []})
 
 
 async def run(parts: Backends, deadline_s: float = 5.0, s: Settings | None = None, **request):

@@ -52,6 +52,7 @@ CHART_MANAGED = {
     "paging.secret": "paging.existingSecret or the chart's Secret, never a value",
     "sealing.keys_file": "sealing.keysSecret: a Secret, never a value",
     "collections_file": "values.collections",
+    "topology": "topology.inGateway (no pods for what runs inside the gateway)",
 }
 
 # Closed sets and ranges the settings' types do not carry.
@@ -261,6 +262,8 @@ def chart_schema() -> dict:
         ),
         "paging": obj({"existingSecret": {"type": "string"}}),
         "sealing": obj({"keysSecret": {"type": "string"}, "key": {"type": "string", "minLength": 1}}),
+        "topology": obj({"inGateway": {"type": "array", "uniqueItems": True,
+                                       "items": {"enum": list(services.COLOCATABLE)}}}),
         "externalOpenSearch": obj({"url": url("https?")}),
         "externalQdrant": obj(
             {

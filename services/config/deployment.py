@@ -1,10 +1,9 @@
-"""Where the parts are and what they keep: the services' endpoints, Redis in its two roles, snapshot repositories."""
+"""Where the parts are and what they keep: the services' endpoints, which run inside the gateway, Redis in its two
+roles, snapshot repositories."""
 
 from __future__ import annotations
 
-
-from pydantic import BaseModel, Field
-
+from pydantic import BaseModel, Field, field_validator
 
 from hybridsearch.runtime import services
 
@@ -61,6 +60,24 @@ def _client(url: str, timeout_s: float):
     import redis.asyncio as redis  # here, not at the top: settings load without Redis's client
 
     return redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=timeout_s)
+
+
+class TopologySettings(BaseModel):
+    """Which stateless services run inside the gateway's process instead of their own (docs/performance.md,
+    "Topology"): the same library, without the hop; the launcher starts no process for them, the chart deploys
+    no pods, the doctor says where they are. One machine (the default) fuses in the gateway: a fusion process
+    there scales nothing and fails nothing on its own, and its hop cost ~2 ms of CPU an answer. The chart keeps
+    fusion a service of its own (values `topology.inGateway: []`) unless its values move it."""
+
+    in_gateway: list[str] = Field(default_factory=lambda: ["fusion"])
+
+    @field_validator("in_gateway")
+    @classmethod
+    def _colocatable(cls, names: list[str]) -> list[str]:
+        if wrong := [n for n in names if n not in services.COLOCATABLE]:
+            raise ValueError(f"{wrong} cannot run inside the gateway: only {list(services.COLOCATABLE)} can "
+                             "(stateless; the stores and expansion's LLM keep their own processes)")
+        return list(dict.fromkeys(names))
 
 
 class SnapshotSettings(BaseModel):

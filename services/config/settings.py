@@ -15,7 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 from hybridsearch.config.collections import CollectionConfig, check_collections, load_collections_file
-from hybridsearch.config.deployment import Endpoints, RedisSettings, SnapshotSettings
+from hybridsearch.config.deployment import Endpoints, RedisSettings, SnapshotSettings, TopologySettings
 from hybridsearch.config.stores import Bm25Settings, VectorSettings
 from hybridsearch.config.search import (
     AdmissionSettings,
@@ -37,6 +37,7 @@ class Settings(BaseSettings):
     # Exported ONNX models (embedder fp32, reranker); default data_dir/models.
     models_dir: Path | None = None
     endpoints: Endpoints = Field(default_factory=Endpoints)
+    topology: TopologySettings = Field(default_factory=TopologySettings)
     bm25: Bm25Settings = Field(default_factory=Bm25Settings)
     vector: VectorSettings = Field(default_factory=VectorSettings)
     expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)

@@ -22,6 +22,8 @@ class Service:
     metrics_offset: int     # on one machine it serves /metrics on settings.metrics_port + this
     public: bool = False    # serves clients: TLS without client certificates unless tls.gateway_client_auth
     store: bool = False     # keeps the collections' data (a StatefulSet on Kubernetes; started first)
+    # stateless, its code may run inside the gateway instead of a process of its own (topology.in_gateway)
+    colocatable: bool = False
 
 
 SERVICES: tuple[Service, ...] = (
@@ -29,7 +31,7 @@ SERVICES: tuple[Service, ...] = (
     Service("bm25", "hybridsearch.bm25.service", ("Bm25Service",), 50052, 1, store=True),
     Service("vector", "hybridsearch.vector.service", ("VectorService",), 50053, 2, store=True),
     Service("expansion", "hybridsearch.expansion.service", ("ExpansionService",), 50054, 3),
-    Service("fusion", "hybridsearch.fusion.service", ("FusionService",), 50055, 4),
+    Service("fusion", "hybridsearch.fusion.service", ("FusionService",), 50055, 4, colocatable=True),
 )
 NAMES: tuple[str, ...] = tuple(s.name for s in SERVICES)
 PUBLIC: tuple[str, ...] = tuple(s.name for s in SERVICES if s.public)
@@ -50,6 +52,7 @@ class StoreName(str, Enum):
 Store = StoreName("Store", {s.name.upper(): s.name for s in SERVICES if s.store})
 STORES: tuple[str, ...] = tuple(s.value for s in Store)
 BY_NAME: dict[str, Service] = {s.name: s for s in SERVICES}
+COLOCATABLE: tuple[str, ...] = tuple(s.name for s in SERVICES if s.colocatable)
 # Start order on one machine: the stores first, then what depends on them, the public gateway last.
 START_ORDER: tuple[str, ...] = (*(s.name for s in SERVICES if s.store),
                                 *(s.name for s in SERVICES if not s.store and not s.public), *PUBLIC)

@@ -706,3 +706,22 @@ def test_snapshots_run_on_a_schedule_into_object_storage_with_an_admin_key(helm)
                           "snapshots.repository=s3://backups/p", "--set", "snapshots.apiKeySecret.name=k", "--set", missing,
                           chart=CHART)
         assert result.returncode != 0 and message in result.stderr
+
+
+def test_fusion_inside_the_gateway_has_no_pods_and_every_service_reads_the_topology(helm, monkeypatch):
+    """topology.inGateway [fusion]: no fusion Deployment, Service, autoscaler or budget, and every pod's
+    settings say fusion runs inside the gateway; by default fusion has pods and the settings say so too."""
+    apart = render(helm)
+    assert find(apart, "Deployment", "fusion") and find(apart, "Service", "fusion")
+    inside = render(helm, "--set", "topology.inGateway={fusion}")
+    assert not [d for d in inside if d["metadata"]["name"].endswith("-hybridsearch-fusion")]
+    for docs, expected in ((apart, []), (inside, ["fusion"])):
+        for component in ("gateway", "bm25"):
+            env = container_env(find(docs, "Deployment", component))
+            for name in list(os.environ):
+                if name.startswith("HYBRIDSEARCH_"):
+                    monkeypatch.delenv(name)
+            monkeypatch.setenv("HYBRIDSEARCH_TOPOLOGY__IN_GATEWAY", env["HYBRIDSEARCH_TOPOLOGY__IN_GATEWAY"])
+            assert Settings().topology.in_gateway == expected, component
+    refused = run_helm(helm, "template", "--set", "topology.inGateway={bm25}")
+    assert refused.returncode != 0 and "inGateway" in refused.stderr

@@ -137,6 +137,7 @@ Args: root, name, component.
 {{- $_ = set $env (printf "HYBRIDSEARCH_ENDPOINTS__%s_PORT" (upper $svc)) (include "hybridsearch.envValue" $port) }}
 {{- $_ = set $env (printf "HYBRIDSEARCH_ENDPOINTS__%s_ADDR" (upper $svc)) (printf "%s:%s" (include "hybridsearch.componentName" (dict "root" $root "name" $svc)) (include "hybridsearch.envValue" $port)) }}
 {{- end }}
+{{- $_ = set $env "HYBRIDSEARCH_TOPOLOGY__IN_GATEWAY" (include "hybridsearch.envValue" $v.topology.inGateway) }}
 {{- if $v.externalOpenSearch.url }}
 {{- $_ = set $env "HYBRIDSEARCH_BM25__ENGINE" "opensearch" }}
 {{- $_ = set $env "HYBRIDSEARCH_BM25__OPENSEARCH_URL" $v.externalOpenSearch.url }}

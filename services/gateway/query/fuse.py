@@ -21,8 +21,10 @@ NAME = "fusion"
 
 
 class Fuser:
-    def __init__(self, cfg: QuerySettings, resilience: ResilienceSettings, backends: Backends, breakers: Breakers) -> None:
+    def __init__(self, cfg: QuerySettings, resilience: ResilienceSettings, backends: Backends, breakers: Breakers,
+                 in_gateway: bool = False) -> None:
         self.cfg, self.resilience, self.backends, self.breakers = cfg, resilience, backends, breakers
+        self.in_gateway = in_gateway  # topology.in_gateway names fusion: every answer fused here, no hop
 
     async def fuse(self, plan: SearchPlan, pool: Pool, deadline: Deadline, report: Report) -> list[fusion_pb2.FusedHit]:
         """The pool's lists fused, boosted; the boosts that applied are reported (explain)."""
@@ -34,10 +36,11 @@ class Fuser:
     async def _fused(self, plan: SearchPlan, lists: list[common_pb2.RankedList], deadline: Deadline,
                      report: Report) -> list[fusion_pb2.FusedHit]:
         limit = self.cfg.fusion_depth
-        if len(lists) <= self.cfg.fuse_in_gateway_lists:
+        if self.in_gateway or len(lists) <= self.cfg.fuse_in_gateway_lists:
             # One ranked list (the default's only case): fusion would only collapse chunks and scale scores,
             # which the same library does here in microseconds; a hop would cost more than the answer.
-            # More lists where the operator says so (QuerySettings.fuse_in_gateway_lists: the hop's CPU measured).
+            # More lists where the operator says so (QuerySettings.fuse_in_gateway_lists: the hop's CPU measured);
+            # every answer where fusion runs inside the gateway (TopologySettings.in_gateway: the same library).
             return fuse_proto(lists, plan.fusion, limit, with_text=False)
         request = fusion_pb2.FuseRequest(lists=[ranks_only(rl) for rl in lists], config=params_to_proto(plan.fusion),
                                          limit=limit, omit_text=True)

@@ -72,7 +72,7 @@ class QueryPath:
         legs = LegSettings(vector=settings.vector, hashed_terms=HashedTerms(settings.bm25))
         self.runner = LegRunner(query, resilience, rerank, legs, backends, self.breakers)
         self.expander = Expander(query, backends, self.breakers)
-        self.fuser = Fuser(query, resilience, backends, self.breakers)
+        self.fuser = Fuser(query, resilience, backends, self.breakers, "fusion" in settings.topology.in_gateway)
         self.texts = StoredTexts(query, rerank, Sealer(settings), backends)
         self.reranker = Reranker(rerank, backends, self.breakers, self.texts)
         self.responder = Responder(rerank, settings.bm25, self.texts)

@@ -120,6 +120,23 @@ async def test_fast_fuses_in_the_gateway_where_the_operator_says_so_with_the_ser
     assert answer.response.explain.fusion == served.response.explain.fusion  # the applied config as explained
 
 
+@pytest.mark.parametrize("effort", [FAST, BALANCED])
+async def test_fusion_inside_the_gateway_gives_the_services_answer_without_the_hop(effort):
+    """topology.in_gateway [fusion] (one machine's default): every answer fused in the gateway by the same
+    library, whatever its number of lists, hit by hit and score by score the answer the fusion service gives;
+    a fusion service that is down is then no fault at all."""
+    served, _ = await run(backends(), effort=effort, explain=True)
+    parts = backends(fusion=Fusion(error=rpc_error(grpc.StatusCode.UNAVAILABLE, "fusion down")))
+    s = settings()
+    s.topology.in_gateway = ["fusion"]
+    answer, report = await run(parts, s=s, effort=effort, explain=True)
+    assert parts.fusion.calls == 0 and not report.degraded and not answer.response.notices
+    assert len(answer.response.explain.leg_lists) >= 2
+    assert [(h.doc_id, h.chunk_id, h.score) for h in answer.response.hits] == \
+        [(h.doc_id, h.chunk_id, h.score) for h in served.response.hits]
+    assert answer.response.explain.fusion == served.response.explain.fusion
+
+
 async def test_a_failed_reranker_leaves_the_fused_order():
     fused_order = [h.doc_id for h in (await run(backends(), effort=FAST))[0].response.hits]
     parts = backends(reranker=Reranker(error=rpc_error(grpc.StatusCode.UNAVAILABLE, "triton down")))
