@@ -32,6 +32,8 @@ OBSERVED_ENV = {
     "HYBRIDSEARCH_RERANK__TRITON_METRICS_PORT": str(TRITON_METRICS_PORT),
     "HYBRIDSEARCH_EXPANSION__LLM_SERVE": "",
     "HYBRIDSEARCH_METRICS_PORT": str(METRICS_PORT),
+    # The chart's topology (fusion a service of its own): its spans, metrics and dashboards are observed here.
+    "HYBRIDSEARCH_TOPOLOGY__IN_GATEWAY": "[]",
     "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{OTLP_GRPC_PORT}",
     # Spans leave each process within 200 ms instead of the SDK's 5 s batches.
     "OTEL_BSP_SCHEDULE_DELAY": "200",

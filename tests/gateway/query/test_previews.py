@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.gateway.query.previews import (
+    source_span,
     _analysed,
     _candidates,
     result_counts,
@@ -82,3 +87,38 @@ def test_counts_line_and_tags():
     cut = result_counts(10, 40, 1, min_score=0.5, above=1)
     assert cut.line == "Reranked 10 of 40, 1 at or above min_score 0.5, returned 1" and cut.above_min_score == 1
     assert tag_distribution(["search, fusion", "fusion", "", "rerank,fusion "]) == {"fusion": 3, "rerank": 1, "search": 1}
+
+
+def _normalised_with_sources(text: str) -> tuple[str, list[int], list[int]]:
+    """The oracle: the normalised text char by char, each char's source offset, and each word's source end."""
+    out, where, ends = [], [], []
+    for i, m in enumerate(re.finditer(r"\S+", text)):
+        if i:
+            out.append(" ")
+            where.append(m.start() - 1)  # the one space stands for the run before this word
+        out.extend(m.group())
+        where.extend(range(m.start(), m.end()))
+        ends.append(m.end())
+    return "".join(out), where, ends
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.text(alphabet="abcé", min_size=1, max_size=6),
+                          st.sampled_from([" ", "  ", "\n", " \n ", "\t", "\n\n", " \t  "])), min_size=1, max_size=12),
+       st.sampled_from(["", " ", "\n  "]), st.data())
+def test_a_window_of_the_normalised_text_maps_onto_the_same_words_of_the_source(words, lead, data):
+    text = lead + "".join(w + gap for w, gap in words)
+    normal, where, ends = _normalised_with_sources(text)
+    assert normal == " ".join(text.split())
+    starts = [0] + [i + 1 for i, c in enumerate(normal) if c == " "]  # windows begin at a word
+    stops = [i for i, c in enumerate(normal) if c == " "] + [len(normal)]  # and end after one
+    start = data.draw(st.sampled_from(starts))
+    end = data.draw(st.sampled_from([e for e in stops if e > start]))
+    got = source_span(text, start, end)
+    assert got == (where[start], where[end - 1] + 1)
+    assert " ".join(text[got[0]:got[1]].split()) == normal[start:end]
+
+
+def test_a_text_of_single_spaces_maps_onto_itself():
+    assert source_span("one two three", 4, 7) == (4, 7)
+    assert source_span("  one\n\ntwo   three\n", 4, 13) == (7, 18)
