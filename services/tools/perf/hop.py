@@ -11,7 +11,9 @@ import asyncio
 import multiprocessing
 import socket
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
+from typing import TypeVar
 
 import grpc
 import psutil
@@ -19,6 +21,7 @@ import psutil
 from hybridsearch.v1 import bm25_pb2_grpc, common_pb2
 
 WARMUP = 200
+T = TypeVar("T")
 TEXT = "words of a stored chunk that a leg returns for previews " * 4  # ~230 characters, a trimmed text
 
 
@@ -81,23 +84,29 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def measure(hits: int, calls: int) -> HopCost:
-    """One server process answering `hits` hits, `calls` sequential calls from this process."""
-    spawn = multiprocessing.get_context("spawn")  # a fresh interpreter: no gRPC state forked from this one
+def against_server(serve: Callable, serve_args: tuple, client: Callable[[int], Awaitable[T]]) -> tuple[T, float]:
+    """`serve(port, *serve_args, ready)` in a fresh process (spawned: no gRPC state forked from this one), then
+    `client(port)` run here; (what the client returned, the server process's CPU seconds meanwhile)."""
+    spawn = multiprocessing.get_context("spawn")
     port, ready = _free_port(), spawn.Event()
-    server = spawn.Process(target=_serve, args=(port, hits, ready), daemon=True)
+    server = spawn.Process(target=serve, args=(port, *serve_args, ready), daemon=True)
     server.start()
     try:
         if not ready.wait(30):
-            raise RuntimeError("the hop server did not start")
+            raise RuntimeError(f"the server ({serve.__name__}) did not start")
         serving = psutil.Process(server.pid)
         before = serving.cpu_times()
-        client_cpu, wall = asyncio.run(_call(port, calls))
+        result = asyncio.run(client(port))
         after = serving.cpu_times()
     finally:
         server.terminate()
         server.join(10)
-    server_cpu = (after.user + after.system) - (before.user + before.system)
+    return result, (after.user + after.system) - (before.user + before.system)
+
+
+def measure(hits: int, calls: int) -> HopCost:
+    """One server process answering `hits` hits, `calls` sequential calls from this process."""
+    (client_cpu, wall), server_cpu = against_server(_serve, (hits,), lambda port: _call(port, calls))
     total = calls + WARMUP  # the server's clock ran over the warm-up too
     return HopCost(hits, leg_answer(hits).ByteSize(), calls, round(client_cpu / calls * 1e3, 3),
                    round(server_cpu / total * 1e3, 3), round(wall / calls * 1e3, 3))

@@ -23,7 +23,6 @@ costs; the issue's goal is at most 2.
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import statistics
 import time
 from collections import defaultdict
@@ -40,7 +39,7 @@ from hybridsearch.gateway.query.request import plan_search
 from hybridsearch.gateway.query.search import QueryPath
 from hybridsearch.reranker.client import RerankerClient
 from hybridsearch.runtime.server import internal_channel
-from hybridsearch.tools.perf.hop import _free_port
+from hybridsearch.tools.perf.hop import against_server
 from hybridsearch.tools.perf.procs import stack_processes
 from hybridsearch.tools.perf.speed import SPEED_MODES
 from hybridsearch.v1 import bm25_pb2_grpc, expansion_pb2_grpc, fusion_pb2_grpc, vector_pb2_grpc
@@ -210,33 +209,18 @@ def _echo_serve(port: int, answer_bytes: int, ready) -> None:
 
 def echo_cost(request_bytes: int, answer_bytes: int, calls: int) -> tuple[float, float]:
     """(caller, server) CPU ms per call of a bare echo: a request of `request_bytes`, an answer of `answer_bytes`."""
-    spawn = multiprocessing.get_context("spawn")
-    port, ready = _free_port(), spawn.Event()
-    server = spawn.Process(target=_echo_serve, args=(port, answer_bytes, ready), daemon=True)
-    server.start()
-    try:
-        if not ready.wait(30):
-            raise RuntimeError("the echo server did not start")
+    async def run(port: int) -> float:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = channel.unary_unary(ECHO_METHOD, request_serializer=None, response_deserializer=None)
+            body = b"\x0a" * request_bytes
+            for _ in range(WARMUP):
+                await call(body)
+            started = time.process_time()
+            for _ in range(calls):
+                await call(body)
+            return time.process_time() - started
 
-        async def run() -> float:
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                call = channel.unary_unary(ECHO_METHOD, request_serializer=None, response_deserializer=None)
-                body = b"\x0a" * request_bytes
-                for _ in range(WARMUP):
-                    await call(body)
-                started = time.process_time()
-                for _ in range(calls):
-                    await call(body)
-                return time.process_time() - started
-
-        serving = psutil.Process(server.pid)
-        before = serving.cpu_times()
-        caller = asyncio.run(run())
-        after = serving.cpu_times()
-    finally:
-        server.terminate()
-        server.join(10)
-    served = (after.user + after.system) - (before.user + before.system)
+    caller, served = against_server(_echo_serve, (answer_bytes,), run)
     return caller / calls * 1e3, served / (calls + WARMUP) * 1e3
 
 
