@@ -324,7 +324,7 @@ class EmbeddedBm25Engine(FolderCollections):
             return 0, 0
         return await asyncio.to_thread(self._collection(collection).delete, doc_ids)
 
-    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False):
+    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False, text_depth=0):
         if not self._exists(collection):
             return [[] for _ in queries]
         return await asyncio.to_thread(self._collection(collection).search, queries, limit, filters, metadata_fields,

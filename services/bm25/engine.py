@@ -67,9 +67,12 @@ class LexicalEngine(Protocol):
         filters: list[common_pb2.MetadataFilter],
         metadata_fields: tuple[str, ...] = (),
         fuzzy: bool = False,
+        text_depth: int = 0,
     ) -> list[list[common_pb2.LegHit]]:
         """One ranked list (best first, rank 1-based) per query; hits carry the `metadata_fields` they have.
-        `fuzzy`: typo tolerance (prefix and fuzzy terms, bounded and weighted below exact matches)."""
+        `fuzzy`: typo tolerance (prefix and fuzzy terms, bounded and weighted below exact matches).
+        `text_depth` (> 0): hits ranked below it may come without title and text (the service clears the
+        texts of every engine's below it anyway: store_servicer.trim_texts); an engine saves building them."""
         ...
 
     async def correct(self, collection: str, query: str) -> str:

@@ -286,7 +286,7 @@ class OpenSearchBm25Engine:
     def _text_query(self, text: str, collection: str, fuzzy: bool) -> dict[str, Any]:
         return text_query(text, self.fields_of(collection), self.title_boost, fuzzy)
 
-    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False):
+    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False, text_depth=0):
         if not await self._exists(collection):
             return [[] for _ in queries]
         index = self.index(collection)

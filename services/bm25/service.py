@@ -91,7 +91,8 @@ class Bm25Servicer(StoreServicerMixin, StoreSnapshotsMixin, bm25_pb2_grpc.Bm25Se
         try:
             async with self.gates.using(collection):
                 lists = await self.engine.search(collection, [q.text for q in request.queries], request.limit,
-                                                 filters, tuple(request.metadata_fields), fuzzy=request.fuzzy)
+                                                 filters, tuple(request.metadata_fields), fuzzy=request.fuzzy,
+                                                 text_depth=request.text_depth)
         except EngineUnavailable as err:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
         return common_pb2.LegSearchResponse(

@@ -149,7 +149,9 @@ class TantivyCollection:
         return clauses
 
     def search(self, queries: list[str], limit: int, filters, metadata_fields=(),
-               fuzzy: bool = False) -> list[list[common_pb2.LegHit]]:
+               fuzzy: bool = False, text_depth: int = 0) -> list[list[common_pb2.LegHit]]:
+        """One list per query; hits ranked below `text_depth` (> 0) without their title and text (the gateway reads
+        the few it shows from the store), as store_servicer.trim_texts would leave them, not built to be cleared."""
         searcher = self.index.searcher()
         restrict = self._filter(filters)
         lists = []
@@ -162,12 +164,17 @@ class TantivyCollection:
                 scoring = tantivy.Query.boolean_query([(tantivy.Occur.Must, scoring), *restrict])
             result = searcher.search(scoring, limit, count=False)
             hits = []
+            depth = text_depth or limit
             for rank, (score, addr) in enumerate(result.hits, 1):
                 p = _payload(searcher, addr)
-                hits.append(common_pb2.LegHit(chunk_id=p["chunk_id"], doc_id=p["doc_id"], score=score / LUCENE7_FACTOR,
-                                              rank=rank, **content_of(p, heading=False),
-                                              metadata=picked_metadata(p.get("metadata", {}), metadata_fields),
-                                              span=span_of(p)))
+                metadata = picked_metadata(p.get("metadata", {}), metadata_fields)
+                if rank <= depth:
+                    hits.append(common_pb2.LegHit(chunk_id=p["chunk_id"], doc_id=p["doc_id"], score=score / LUCENE7_FACTOR,
+                                                  rank=rank, **content_of(p, heading=False), metadata=metadata,
+                                                  span=span_of(p)))
+                else:  # its span still: LegHit.span is kept below text_depth
+                    hits.append(common_pb2.LegHit(chunk_id=p["chunk_id"], doc_id=p["doc_id"], score=score / LUCENE7_FACTOR,
+                                                  rank=rank, metadata=metadata, span=span_of(p)))
             lists.append(hits)
         return lists
 

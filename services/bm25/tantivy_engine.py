@@ -147,11 +147,11 @@ class TantivyBm25Engine(FolderCollections):
             return 0, 0
         return await self._write(collection, Delete(doc_ids))
 
-    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False):
+    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False, text_depth=0):
         if not self._exists(collection):
             return [[] for _ in queries]
         return await asyncio.to_thread(lambda: self._collection(collection).search(queries, limit, filters,
-                                                                                   metadata_fields, fuzzy))
+                                                                                   metadata_fields, fuzzy, text_depth))
 
     async def correct(self, collection, query):
         if not self._exists(collection):

@@ -46,3 +46,29 @@ async def test_correct_over_grpc_and_its_bad_input(tmp_path):
                              (bm25_pb2.CorrectRequest(collection="c", query="x" * (MAX_QUERY_CHARS + 1)), "limit")]:
             err = await refused(stub.Correct(bad, timeout=10))
             assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and message in err.details()
+
+
+async def test_hits_below_the_text_depth_come_with_ids_scores_and_metadata_only(tmp_path):
+    """A leg search's text_depth reaches the engine: hits ranked below it carry no title or text (the gateway fills
+    the few it shows from the store), the same ids, ranks, scores, metadata and spans as without it."""
+    from loopback import store_stub
+    from hybridsearch.bm25.tantivy_engine import TantivyBm25Engine
+    from hybridsearch.v1 import common_pb2
+
+    engine = TantivyBm25Engine(tmp_path, "porter", "en_plus")
+    await engine.upsert("c", [common_pb2.Chunk(
+        chunk_id=f"d{i}#0", doc_id=f"d{i}", title=f"title {i}", text="lighthouse " * (i + 1) + "keepers",
+        metadata={"year": str(2000 + i)}, content_hash=f"h{i}", span=common_pb2.SourceSpan(start_char=i, end_char=i + 9, start_line=1, end_line=2))
+        for i in range(8)])
+    request = common_pb2.LegSearchRequest(collection="c", queries=[common_pb2.LegQuery(text="lighthouse")],
+                                          limit=8, metadata_fields=["year"])
+    (built,) = await engine.search("c", ["lighthouse"], 8, [], ("year",), text_depth=3)
+    assert [bool(h.text) for h in built] == [True] * 3 + [False] * 5  # never built, not built and cleared
+    async with store_stub("bm25", engine) as stub:
+        whole = (await stub.Search(request, timeout=10)).lists[0].hits
+        request.text_depth = 3
+        shallow = (await stub.Search(request, timeout=10)).lists[0].hits
+    assert [(h.chunk_id, h.rank, h.score, dict(h.metadata), h.span) for h in shallow] == \
+        [(h.chunk_id, h.rank, h.score, dict(h.metadata), h.span) for h in whole] and len(whole) == 8
+    assert [bool(h.text and h.title) for h in shallow] == [True] * 3 + [False] * 5
+    assert all(h.text and h.span.end_char for h in whole)
