@@ -122,7 +122,7 @@ async def test_fast_fuses_in_the_gateway_where_the_operator_says_so_with_the_ser
 
 @pytest.mark.parametrize("effort", [FAST, BALANCED])
 async def test_fusion_inside_the_gateway_gives_the_services_answer_without_the_hop(effort):
-    """topology.in_gateway [fusion] (one machine's default): every answer fused in the gateway by the same
+    """topology.in_gateway [fusion]: every answer fused in the gateway by the same
     library, whatever its number of lists, hit by hit and score by score the answer the fusion service gives;
     a fusion service that is down is then no fault at all."""
     served, _ = await run(backends(), effort=effort, explain=True)

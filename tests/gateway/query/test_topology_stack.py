@@ -1,7 +1,7 @@
-"""One machine's default topology through a real stack: fusion inside the gateway (topology.in_gateway), so the
+"""Fusion inside the gateway through a real stack (topology.in_gateway [fusion]), so the
 launcher starts no fusion process and nothing listens on its port; FAST and BALANCED answer whole, not
 degraded, with the fusion configuration explained as the service would apply it; the doctor says where
-fusion runs. (Every other test stack runs the chart's topology, a fusion service of its own: tests/stacks.py.)"""
+fusion runs. (Every other test stack runs the default topology, a fusion service of its own: tests/stacks.py.)"""
 
 from __future__ import annotations
 
