@@ -167,14 +167,12 @@ class TantivyCollection:
             depth = text_depth or limit
             for rank, (score, addr) in enumerate(result.hits, 1):
                 p = _payload(searcher, addr)
-                metadata = picked_metadata(p.get("metadata", {}), metadata_fields)
-                if rank <= depth:
-                    hits.append(common_pb2.LegHit(chunk_id=p["chunk_id"], doc_id=p["doc_id"], score=score / LUCENE7_FACTOR,
-                                                  rank=rank, **content_of(p, heading=False), metadata=metadata,
-                                                  span=span_of(p)))
-                else:  # its span still: LegHit.span is kept below text_depth
-                    hits.append(common_pb2.LegHit(chunk_id=p["chunk_id"], doc_id=p["doc_id"], score=score / LUCENE7_FACTOR,
-                                                  rank=rank, metadata=metadata, span=span_of(p)))
+                # below the text depth no title or text; its span still (LegHit.span is kept below text_depth)
+                content = content_of(p, heading=False) if rank <= depth else {}
+                hits.append(common_pb2.LegHit(chunk_id=p["chunk_id"], doc_id=p["doc_id"], score=score / LUCENE7_FACTOR,
+                                              rank=rank, **content,
+                                              metadata=picked_metadata(p.get("metadata", {}), metadata_fields),
+                                              span=span_of(p)))
             lists.append(hits)
         return lists
 

@@ -26,7 +26,7 @@ def check_fits(settings: Settings, keys: KeysFile, manifest: Manifest, target: s
         raise Refusal(f"collection {target!r} is declared otherwise than the snapshot's {manifest.collection!r} "
                       f"was ({', '.join(differ)}): declare it as {json.dumps(manifest.collection_config)} in the "
                       "collections file, or restore under a name declared so", grpc.StatusCode.FAILED_PRECONDITION)
-    vector = next(p for p in manifest.parts if p.store == Store.VECTOR)
+    vector = manifest.part(Store.VECTOR)
     recorded = any(f.path.rsplit("/", 1)[-1] == COLLECTION_RECORD for f in vector.files)
     # a collection whose folder records its embedder (vector/store.py VectorSpace) restores with it; one
     # without a record is embedded with the deployment's default, which must then be the snapshot's

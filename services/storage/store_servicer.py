@@ -310,13 +310,10 @@ class StoreSnapshotsMixin:
                 written = await asyncio.to_thread(download_files, repo, files, staging, f"{self.engine.name} {collection}")
             except RepositoryError as err:
                 await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(err))
-            # an engine whose part names data held elsewhere (OpenSearch: the cluster's snapshot) checks it is there
-            verify = getattr(self.engine, "verify_restorable", None)
-            if verify is not None:
-                try:
-                    await self._call_engine(context, verify(staging))
-                except SnapshotMissing as err:
-                    await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{self.engine.name}: {err}")
+            try:  # a part naming data held elsewhere (OpenSearch: the cluster's snapshot) is checked to be there
+                await self._call_engine(context, self.engine.verify_restorable(staging))
+            except SnapshotMissing as err:
+                await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{self.engine.name}: {err}")
             return stores_pb2.RestoreStoreResponse(bytes_written=written)
         if phase == stores_pb2.RESTORE_PHASE_COMMIT:
             async with self.gates.dropping(collection):  # nothing else on the collection while it moves in

