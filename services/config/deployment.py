@@ -57,9 +57,14 @@ class RedisSettings(BaseModel):
 
 
 def _client(url: str, timeout_s: float):
+    """After a Redis restart a pooled connection's socket is dead: the command it carries (a hold's release, a
+    page order) is sent once more on a fresh connection instead of failing (every command here is safe to
+    repeat: compare-and-delete, set-if-absent by a value naming its holder, epoch bumps, cache entries)."""
     import redis.asyncio as redis  # here, not at the top: settings load without Redis's client
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
 
-    return redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=timeout_s)
+    return redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=timeout_s, retry=Retry(NoBackoff(), 1))
 
 
 class TopologySettings(BaseModel):
