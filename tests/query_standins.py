@@ -1,5 +1,5 @@
 """Stand-ins for the parts the gateway's query path calls (leg services, expansion, fusion, Triton), for
-tests of gateway.query.search.QueryPath without a stack: each answers in-process after a hop's worth of time,
+tests of gateway.query.path.QueryPath without a stack: each answers in-process after a hop's worth of time,
 or fails as told. Fusion is the real FusionServicer, called in-process."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hybridsearch.fusion.service import FusionServicer
 from hybridsearch.gateway.query.deadline import Deadline
 from hybridsearch.gateway.query.report import Report
 from hybridsearch.gateway.query.request import plan_search
-from hybridsearch.gateway.query.search import QueryPath
+from hybridsearch.gateway.query.path import QueryPath
 from hybridsearch.v1 import common_pb2, expansion_pb2, search_pb2
 
 

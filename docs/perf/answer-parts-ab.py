@@ -18,9 +18,9 @@ import time
 
 from hybridsearch.config.settings import Settings
 from hybridsearch.fusion.service import fuse_proto
-from hybridsearch.gateway.query.boosts import FUSION, RERANK, capped, factors
+from hybridsearch.gateway.query.boosts import FUSION, RERANK, factors
 from hybridsearch.gateway.query.calibration import (
-    NO_EVIDENCE, ORIGINAL, VECTOR, belief, non_increasing, reranked_score, scale_of, synthetic,
+    NO_EVIDENCE, ORIGINAL, VECTOR, belief, capped, non_increasing, reranked_score, scale_of, synthetic,
 )
 from hybridsearch.gateway.query.keys import split_key
 from hybridsearch.gateway.query.pool import Pool

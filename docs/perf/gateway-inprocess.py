@@ -1,4 +1,4 @@
-"""The gateway's own Python per answer, without gRPC: gateway.query.search.QueryPath over the in-process stand-ins
+"""The gateway's own Python per answer, without gRPC: gateway.query.path.QueryPath over the in-process stand-ins
 of tests/query_standins.py (legs answering 100 hits each, 50 in common, the first 20 with a ~700-character
 text as the services' text_depth sends), the real fusion servicer called in-process. CPU (process_time) per
 FAST answer, split into the stand-ins' answer building, the fusion servicer and the rest (the gateway's
@@ -33,7 +33,7 @@ from hybridsearch.gateway.query.deadline import Deadline  # noqa: E402
 from hybridsearch.gateway.query.paging import Pager  # noqa: E402
 from hybridsearch.gateway.query.report import Report  # noqa: E402
 from hybridsearch.gateway.query.request import plan_search  # noqa: E402
-from hybridsearch.gateway.query.search import QueryPath  # noqa: E402
+from hybridsearch.gateway.query.path import QueryPath  # noqa: E402
 from hybridsearch.v1 import common_pb2, search_pb2  # noqa: E402
 
 TEXT = ("Fusion of ranked lists combines the evidence of lexical and dense retrieval; reciprocal rank fusion "
@@ -83,13 +83,13 @@ def redis_socket():
 
 
 async def answers(path: QueryPath, settings, n: int) -> float:
-    pager = Pager(settings)
+    pager = Pager(settings.paging, settings.redis)
 
     async def one():
         request = search_pb2.SearchRequest(query="fusion of ranked lists", effort=common_pb2.EFFORT_FAST, top_k=10)
         plan = plan_search(request, settings)
         answer = await path.answer(plan, Deadline(5.0), Report())
-        pager.keep(request, answer.response, answer.order, answer.candidates, plan.offset + plan.top_k)
+        pager.keep(request, plan.requested, answer.response, answer.order, answer.candidates, plan.offset + plan.top_k)
         await asyncio.gather(*pager._pending.values())  # the order built and written, as the servicer's task does
         assert answer.response.next_page_token and pager.reachable, "the paging order was not kept"
     for _ in range(20):

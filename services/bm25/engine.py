@@ -9,7 +9,7 @@ import grpc
 
 from hybridsearch.text.language import check_collection_language
 from hybridsearch.storage.stores import EngineStats, UpsertResult
-from hybridsearch.contract.validation import InvalidArgument, Refusal
+from hybridsearch.contract.errors import InvalidArgument, Refusal
 from hybridsearch.v1 import common_pb2
 
 def field_name(key: str) -> str:

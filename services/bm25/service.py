@@ -20,7 +20,8 @@ from hybridsearch.runtime.server import serve
 from hybridsearch.storage.store_servicer import StoreServicerMixin, StoreSnapshotsMixin, check_leg_search, trim_texts
 from hybridsearch.storage.stores import EngineUnavailable
 from hybridsearch.contract.limits import MAX_QUERY_CHARS
-from hybridsearch.contract.validation import InvalidArgument, abort_invalid, check_collection
+from hybridsearch.contract.validation import check_collection
+from hybridsearch.contract.errors import InvalidArgument, abort_invalid
 from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2
 
 

@@ -57,7 +57,7 @@ from hybridsearch.storage.stores import (
     COLLECTION_RECORD, read_record, write_record,
     EngineStats, UpsertResult, stored_documents,
 )
-from hybridsearch.contract.validation import Refusal
+from hybridsearch.contract.errors import Refusal
 
 from hybridsearch.bm25.tantivy_collection import TANTIVY_B, TANTIVY_K1, Delete, TantivyCollection, Upsert, Write
 

@@ -201,7 +201,7 @@ def keys_destroy(
         raise _fail(str(err)) from None
     console.print(f"keys {', '.join(destroyed.key_ids)} of {collection!r} destroyed at {destroyed.at} "
                   f"(removed from {path}): no record of it opens any more; dropping its data")
-    from hybridsearch.contract.validation import Refusal
+    from hybridsearch.contract.errors import Refusal
 
     try:
         dropped = asyncio.run(_drop(collection))

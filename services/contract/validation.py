@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-import grpc
+from hybridsearch.contract.errors import InvalidArgument
 
 from hybridsearch.contract.limits import (
     MAX_DELETE_IDS,
@@ -35,23 +35,6 @@ COLLECTION_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 # go through the alias (every generation it keeps in step gets them).
 GENERATION_NAME = re.compile(r"(?P<alias>[a-z0-9][a-z0-9_-]{0,62})\.g(?P<number>0|[1-9][0-9]{0,5})")
 DOC_ID = re.compile(rf"[^#\s]{{1,{MAX_DOC_ID_CHARS}}}")
-
-
-class Refusal(Exception):
-    """A request answered with `code` and this message (servicers abort with it: abort_invalid)."""
-
-    code = grpc.StatusCode.UNAVAILABLE
-
-    def __init__(self, message: str, code: grpc.StatusCode | None = None) -> None:
-        super().__init__(message)
-        if code is not None:
-            self.code = code
-
-
-class InvalidArgument(Refusal, ValueError):
-    """Raised by validators; servicers turn it into INVALID_ARGUMENT."""
-
-    code = grpc.StatusCode.INVALID_ARGUMENT
 
 
 def check_collection(name: str) -> str:
@@ -183,11 +166,6 @@ def matches_filters(metadata: dict[str, str], filters: Iterable[common_pb2.Metad
         if which == "not_equals" and value == f.not_equals:
             return False
     return True
-
-
-async def abort_invalid(context: grpc.aio.ServicerContext, err: Exception) -> None:
-    """Ends the call with the refusal's code (INVALID_ARGUMENT for anything else) and its message."""
-    await context.abort(getattr(err, "code", grpc.StatusCode.INVALID_ARGUMENT), str(err))
 
 
 def check_document(doc, where: str) -> None:

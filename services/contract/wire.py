@@ -3,7 +3,7 @@
 gRPC decodes a request inside its method handler, and a decoder that raises (invalid UTF-8 in a
 string field, truncated or garbage bytes) ends the call as UNKNOWN. `RequestGuard`, a server
 interceptor of every service (runtime.server), replaces each hybridsearch RPC's decoder with one
-that never raises: it returns a `validation.Refusal` in place of the message, with the status it
+that never raises: it returns an `errors.Refusal` in place of the message, with the status it
 deserves — RESOURCE_EXHAUSTED for bytes over the RPC's limit (contract.limits), INVALID_ARGUMENT for bytes that
 do not decode — and the RPC's behaviour answers that status instead of running. In a client stream
 the refusal is raised by the request iterator, so the servicer can catch it (to say what the stream
@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable
 import grpc
 
 from hybridsearch.contract.limits import human_bytes, request_limit
-from hybridsearch.contract.validation import InvalidArgument, Refusal, abort_invalid
+from hybridsearch.contract.errors import InvalidArgument, Refusal, abort_invalid
 
 PACKAGE = "/hybridsearch.v1."
 

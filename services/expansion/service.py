@@ -30,7 +30,8 @@ from hybridsearch.runtime.server import internal_channel, serve
 from hybridsearch.runtime.telemetry import tracer
 from hybridsearch.security.hashed_terms import HashedTerms, hashes_terms
 from hybridsearch.security.sealing import CollectionSeal, Sealer, SealingError
-from hybridsearch.contract.validation import InvalidArgument, Refusal, abort_invalid, check_collection, check_filters
+from hybridsearch.contract.validation import check_collection, check_filters
+from hybridsearch.contract.errors import InvalidArgument, Refusal, abort_invalid
 from hybridsearch.expansion.cache import ExpansionCache
 from hybridsearch.expansion.llm import PROMPT_VERSION, LlmError, LlmExpander
 from hybridsearch.expansion.prf import feedback_terms, prf_variants

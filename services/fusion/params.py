@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from hybridsearch.query import legs
 from hybridsearch.config.search import FusionSettings
-from hybridsearch.contract.validation import InvalidArgument
+from hybridsearch.contract.errors import InvalidArgument
 from hybridsearch.fusion.methods import FusionMethod, FusionParams
 from hybridsearch.v1 import common_pb2, fusion_pb2
 

@@ -7,7 +7,7 @@ import grpc
 from hybridsearch.query import legs
 from hybridsearch.config.settings import get_settings
 from hybridsearch.runtime.server import serve
-from hybridsearch.contract.validation import InvalidArgument, abort_invalid
+from hybridsearch.contract.errors import InvalidArgument, abort_invalid
 from hybridsearch.fusion.methods import FusionParams, Item, QueryKind, Ranking, fuse
 from hybridsearch.fusion.params import params_from_proto, params_to_proto
 from hybridsearch.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc

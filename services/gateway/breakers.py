@@ -54,6 +54,10 @@ class Breakers:
         if event_name == "state_changed":
             metrics.BREAKER_OPEN.labels(part=name).set(1 if event.state == "opened" else 0)
 
+    def of(self, part: str) -> Breaker:
+        """`part`'s breaker, bound once by the stage that calls it."""
+        return Breaker(self, part)
+
     async def state(self, part: str) -> str:
         return (await self.factory.get_breaker(part)).context.state
 
@@ -66,3 +70,13 @@ class Breakers:
                 yield
         except OpenedState as err:
             raise CircuitOpen(part, self.reset_s) from err
+
+
+class Breaker:
+    """One part's breaker (Breakers.of): `async with breaker.guard():` runs the block as one call to the part."""
+
+    def __init__(self, breakers: Breakers, part: str) -> None:
+        self.breakers, self.part = breakers, part
+
+    def guard(self):
+        return self.breakers.guard(self.part)

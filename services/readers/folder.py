@@ -21,7 +21,8 @@ from enum import Enum
 from fnmatch import fnmatch
 from pathlib import Path
 
-from hybridsearch.contract.validation import InvalidArgument, check_document
+from hybridsearch.contract.validation import check_document
+from hybridsearch.contract.errors import InvalidArgument
 from hybridsearch.readers.base import SourceFile
 from hybridsearch.readers.jsondocs import FieldMap
 from hybridsearch.readers.registry import READERS, Kind, ReaderMissing, reader

@@ -43,7 +43,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from hybridsearch.config.collections import CollectionConfig, collection_config
 from hybridsearch.text.tags import query_keywords, split_tags
-from hybridsearch.contract.validation import Refusal, split_generation
+from hybridsearch.contract.validation import split_generation
+from hybridsearch.contract.errors import Refusal
 from hybridsearch.security.keys_file import CollectionKey, CollectionKeys, KeysFile, keys_path
 from hybridsearch.v1 import common_pb2
 

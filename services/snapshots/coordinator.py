@@ -37,7 +37,8 @@ from hybridsearch.config.collections import collection_config
 from hybridsearch.config.settings import Settings
 from hybridsearch.storage.holds import Held, Holds
 from hybridsearch.security.keys_file import KeysFile, keys_path
-from hybridsearch.contract.validation import Refusal, check_collection, check_written_collection
+from hybridsearch.contract.validation import check_collection, check_written_collection
+from hybridsearch.contract.errors import Refusal
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.resources.catalog import Catalog
 from hybridsearch.gateway.ingest.write_order import RESTORE_HOLDER, WriteOrder, restoring_key

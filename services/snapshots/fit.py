@@ -11,7 +11,7 @@ import grpc
 
 from hybridsearch.config.collections import collection_config
 from hybridsearch.config.settings import Settings
-from hybridsearch.contract.validation import Refusal
+from hybridsearch.contract.errors import Refusal
 from hybridsearch.security.keys_file import KeysFile
 from hybridsearch.runtime.services import Store
 from hybridsearch.snapshots.manifest import Manifest

@@ -25,17 +25,8 @@ from hybridsearch.storage.stores import (
     SnapshotsUnsupported,
     store_of,
 )
-from hybridsearch.contract.validation import (
-    FIELD_NAME,
-    InvalidArgument,
-    Refusal,
-    abort_invalid,
-    check_collection,
-    check_doc_id,
-    check_doc_ids,
-    check_filters,
-    check_metadata,
-)
+from hybridsearch.contract.validation import FIELD_NAME, check_collection, check_doc_id, check_doc_ids, check_filters, check_metadata
+from hybridsearch.contract.errors import InvalidArgument, Refusal, abort_invalid
 from hybridsearch.v1 import common_pb2, stores_pb2
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ import threading
 from dataclasses import dataclass
 from enum import StrEnum
 
-from hybridsearch.contract.validation import InvalidArgument
+from hybridsearch.contract.errors import InvalidArgument
 
 # Languages with both a Snowball stemmer (PyStemmer) and a packaged stopword list (bm25s): what the BM25
 # analyzers, PRF and the detector know. ISO 639-1 codes.

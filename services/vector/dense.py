@@ -18,10 +18,7 @@ from hybridsearch.config.collections import collection_config
 from hybridsearch.storage.stores import UpsertResult, content_of, picked_metadata, span_of
 from hybridsearch.text.tags import query_keywords
 from hybridsearch.runtime.models import ModelUnavailable
-from hybridsearch.contract.validation import (
-    InvalidArgument,
-    Refusal,
-)
+from hybridsearch.contract.errors import InvalidArgument, Refusal
 from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.embedder import EMBEDDERS, EmbeddingCache, QueryEncoder, open_embedder
 from hybridsearch.vector.edge import EdgeStore

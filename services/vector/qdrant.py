@@ -12,7 +12,8 @@ import numpy as np
 from qdrant_client import AsyncQdrantClient, models
 
 from hybridsearch.config.stores import VectorSettings
-from hybridsearch.contract.validation import Refusal, is_collection_name
+from hybridsearch.contract.validation import is_collection_name
+from hybridsearch.contract.errors import Refusal
 
 from hybridsearch.vector.points import (
     SCROLL_PAGE,

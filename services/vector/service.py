@@ -23,13 +23,8 @@ from hybridsearch.config.settings import get_settings
 from hybridsearch.runtime.server import internal_channel, serve
 from hybridsearch.contract.limits import MAX_LEG_LIMIT, MAX_QUERY_CHARS
 from hybridsearch.storage.store_servicer import StoreServicerMixin, StoreSnapshotsMixin, check_leg_search, check_metadata_fields, trim_texts
-from hybridsearch.contract.validation import (
-    InvalidArgument,
-    abort_invalid,
-    check_collection,
-    check_doc_ids,
-    check_filters,
-)
+from hybridsearch.contract.validation import check_collection, check_doc_ids, check_filters
+from hybridsearch.contract.errors import InvalidArgument, abort_invalid
 from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2, vector_pb2, vector_pb2_grpc
 from hybridsearch.vector.engine import DenseEngine
 

@@ -12,7 +12,7 @@ from loopback import refused, store_stub
 from hybridsearch.bm25.embedded import EmbeddedBm25Engine
 from hybridsearch.storage.stores import COLLECTION_RECORD as RECORD_FILE
 from hybridsearch.bm25.tantivy_engine import TantivyBm25Engine
-from hybridsearch.contract.validation import InvalidArgument, Refusal
+from hybridsearch.contract.errors import InvalidArgument, Refusal
 from hybridsearch.v1 import bm25_pb2, common_pb2
 
 SERVING, GENERATION = "notes", "notes.g2"

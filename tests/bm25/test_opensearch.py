@@ -495,7 +495,7 @@ async def test_declared_fields_are_indexed_and_boosted_as_on_tantivy(engines, tm
 async def test_create_collection_keeps_the_declared_language_only(engines):
     """CreateCollection on OpenSearch: the declared language's index, idempotent; another language is the
     tantivy engine's (FAILED_PRECONDITION, before any request reaches the cluster)."""
-    from hybridsearch.contract.validation import InvalidArgument, Refusal
+    from hybridsearch.contract.errors import InvalidArgument, Refusal
 
     remote, _ = engines()
     with pytest.raises(Refusal) as refused:

@@ -5,15 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hybridsearch.contract.limits import MAX_DELETE_IDS, MAX_METADATA_BYTES, MAX_METADATA_KEYS, MAX_VALUE_CHARS
-from hybridsearch.contract.validation import (
-    InvalidArgument,
-    check_collection,
-    check_doc_id,
-    check_doc_ids,
-    check_field,
-    check_filters,
-    check_metadata,
-)
+from hybridsearch.contract.validation import check_collection, check_doc_id, check_doc_ids, check_field, check_filters, check_metadata
+from hybridsearch.contract.errors import InvalidArgument
 from hybridsearch.v1 import common_pb2
 
 

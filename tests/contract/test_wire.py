@@ -12,7 +12,7 @@ import pytest
 from hybridsearch.config.settings import get_settings
 from hybridsearch.contract.limits import REQUEST_BYTES, human_bytes, receive_limit, request_limit
 from hybridsearch.runtime.server import create_server
-from hybridsearch.contract.validation import Refusal
+from hybridsearch.contract.errors import Refusal
 from hybridsearch.contract.wire import guarded_decoder
 from hybridsearch.fusion.params import params_from_settings, params_to_proto
 from hybridsearch.fusion.service import FusionServicer

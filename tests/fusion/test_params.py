@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from hybridsearch.query import legs
 from hybridsearch.config.search import FusionSettings
-from hybridsearch.contract.validation import InvalidArgument
+from hybridsearch.contract.errors import InvalidArgument
 from hybridsearch.fusion.methods import FusionMethod, FusionParams, Item, QueryKind, Ranking, fuse
 from hybridsearch.fusion.params import (
     METHOD_ENUM, params_from_proto, params_from_settings, params_to_proto, resolve_params,

@@ -13,7 +13,7 @@ from hybridsearch.text.language import (
     fallback_language,
     query_language,
 )
-from hybridsearch.contract.validation import InvalidArgument
+from hybridsearch.contract.errors import InvalidArgument
 
 
 @pytest.mark.parametrize("text, language", [

@@ -19,7 +19,7 @@ from qdrant_client.grpc import collections_service_pb2_grpc, points_service_pb2_
 
 from hybridsearch.config.settings import Settings
 from hybridsearch.config.stores import VectorSettings
-from hybridsearch.contract.validation import Refusal
+from hybridsearch.contract.errors import Refusal
 from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.edge import EdgeStore
 from hybridsearch.vector.neighbours import EdgeWeights

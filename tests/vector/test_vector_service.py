@@ -17,7 +17,7 @@ from hybridsearch.text.chunking import indexed_text
 from hybridsearch.config.settings import Settings, get_settings
 from hybridsearch.storage.store_servicer import trim_texts
 from hybridsearch.storage.stores import SPAN
-from hybridsearch.contract.validation import InvalidArgument, Refusal
+from hybridsearch.contract.errors import InvalidArgument, Refusal
 from hybridsearch.v1 import common_pb2, vector_pb2
 from hybridsearch.vector import static
 from hybridsearch.vector.embedder import open_embedder

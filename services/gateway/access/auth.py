@@ -30,7 +30,7 @@ import grpc
 from hybridsearch.runtime import services
 from hybridsearch.security.apikeys import AuthError, KeyEntry, KeyFileError, KeyStore, Operation, authenticate, authorize
 from hybridsearch.config.settings import Settings
-from hybridsearch.contract.validation import InvalidArgument
+from hybridsearch.contract.errors import InvalidArgument
 from hybridsearch.gateway.access.scope import Unscoped, collections_of
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,8 @@ from functools import lru_cache
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from hybridsearch.contract.validation import InvalidArgument, check_collection, split_generation
+from hybridsearch.contract.validation import check_collection, split_generation
+from hybridsearch.contract.errors import InvalidArgument
 from hybridsearch.gateway.query.paging import token_collections
 
 

@@ -7,7 +7,7 @@ import asyncio
 
 import grpc
 
-from hybridsearch.contract.validation import InvalidArgument, Refusal
+from hybridsearch.contract.errors import InvalidArgument, Refusal
 from hybridsearch.runtime.services import STORES
 from hybridsearch.v1 import common_pb2
 

@@ -4,7 +4,8 @@ store is sent (INVALID_ARGUMENT naming the limit otherwise)."""
 from __future__ import annotations
 
 from hybridsearch.contract.limits import MAX_DOCUMENTS, STORE_UPSERT_BYTES, human_bytes
-from hybridsearch.contract.validation import InvalidArgument, check_document
+from hybridsearch.contract.validation import check_document
+from hybridsearch.contract.errors import InvalidArgument
 from hybridsearch.v1 import common_pb2, ingest_pb2
 
 

@@ -21,13 +21,8 @@ from hybridsearch.config.settings import Settings
 from hybridsearch.security.hashed_terms import HashedTerms
 from hybridsearch.security.sealing import Sealer
 from hybridsearch.runtime.telemetry import tracer
-from hybridsearch.contract.validation import (
-    Refusal,
-    abort_invalid,
-    check_collection,
-    check_doc_ids,
-    check_written_collection,
-)
+from hybridsearch.contract.validation import check_collection, check_doc_ids, check_written_collection
+from hybridsearch.contract.errors import Refusal, abort_invalid
 from hybridsearch.gateway.access.admission import Admission, Overloaded
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.resources.catalog import Catalog
@@ -164,11 +159,12 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                     context: grpc.aio.ServicerContext) -> ingest_pb2.StatsResponse:
         try:
             collection = check_collection(request.collection)
-            if await self.catalog.missing([collection]):
+            located = await self.catalog.located([collection])
+            if located.missing:
                 raise Refusal(f"collection {collection!r} does not exist", grpc.StatusCode.NOT_FOUND)
         except Refusal as err:
             await abort_invalid(context, err)
-        stored = (await self.catalog.stored([collection]))[collection]  # an alias: its serving generation
+        stored = located.stored[collection]  # an alias: its serving generation
         req = common_pb2.StoreStatsRequest(collection=stored)
         out = ingest_pb2.StatsResponse(collection=collection)
         for store, stub in (("bm25", self.backends.bm25), ("vector", self.backends.vector)):

@@ -43,7 +43,7 @@ from redis.exceptions import RedisError
 from hybridsearch.runtime import metrics
 from hybridsearch.storage.gates import CollectionGates
 from hybridsearch.storage.holds import hold_key
-from hybridsearch.contract.validation import Refusal
+from hybridsearch.contract.errors import Refusal
 from hybridsearch.gateway.resources.aliases import ALIASES_KEY, written_names
 
 log = logging.getLogger(__name__)

@@ -7,10 +7,13 @@ fields the boosts name). A collection without boosts is left exactly as it was.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from operator import attrgetter
 
 from hybridsearch.config.collections import MetadataBoost
+from hybridsearch.gateway.query.calibration import capped
 from hybridsearch.v1 import fusion_pb2, search_pb2
 
 FUSION, RERANK = search_pb2.BOOST_STAGE_FUSION, search_pb2.BOOST_STAGE_RERANK
@@ -31,13 +34,6 @@ def matching(metadata: Mapping[str, str], boosts: Sequence[MetadataBoost], stage
 def factors(metadata: Mapping[str, str], boosts: Sequence[MetadataBoost], stage: int) -> list[float]:
     """The factors a hit with this metadata gets at `stage`, in the boosts' order."""
     return [f for _, f in matching(metadata, boosts, stage)]
-
-
-def capped(score: float, stage_factors: Sequence[float]) -> float:
-    """A final score after the rerank stage's factors, each product capped at 1.0."""
-    for factor in stage_factors:
-        score = min(1.0, score * factor)
-    return score
 
 
 def _applied(collection: str, doc_id: str, found: list[tuple[MetadataBoost, float]],
@@ -71,18 +67,37 @@ def boost_fused(fused: list[fusion_pb2.FusedHit], metadata_of: Callable[[str], M
     return ordered, [a for a in applied if a.doc_id in shown]
 
 
-def boost_final(finals: dict[int, float], order: list[int], reranked: Mapping[int, float],
-                metadata_of: Callable[[int], Mapping[str, str]], doc_of: Callable[[int], str],
-                boosts: Sequence[MetadataBoost], collection: str = "") -> tuple[list[int], list[search_pb2.AppliedBoost]]:
-    """After rerank: each reranked hit's final score multiplied, capped at 1.0 (`finals` updated in place);
-    the order re-sorted by final score (stable); what applied, each naming `collection`."""
-    if not boosts or not reranked:
-        return order, []
-    applied: list[search_pb2.AppliedBoost] = []
-    for i in reranked:
-        found = matching(metadata_of(i), boosts, RERANK)
-        finals[i] = capped(finals[i], [f for _, f in found])
-        applied += _applied(collection, doc_of(i), found, RERANK)
-    if not applied:
-        return order, []
-    return sorted(order, key=lambda i: -finals[i]), applied
+@dataclass
+class AnswerBoosts:
+    """The boosts of an answer after rerank: its final order and what applied (explain), and what the calibrated
+    scores take of them (gateway.query.calibration.calibrated): each boosted collection's hit's fusion-stage
+    product, each reranked one's rerank-stage factors, by fused index."""
+
+    order: list[int]
+    applied: list[search_pb2.AppliedBoost] = field(default_factory=list)
+    fusion: dict[int, float] = field(default_factory=dict)
+    rerank: dict[int, list[float]] = field(default_factory=dict)
+
+
+def answer_boosts(finals: dict[int, float], order: list[int], reranked: Mapping[int, float],
+                  boosts_of: Callable[[int], tuple[str, Sequence[MetadataBoost]]],
+                  metadata_of: Callable[[int], Mapping[str, str]], doc_of: Callable[[int], str]) -> AnswerBoosts:
+    """After rerank: each reranked hit's final score multiplied by its collection's (`boosts_of`: the collection
+    and its boosts) rerank-stage boosts, capped at 1.0 (`finals` updated in place); the order re-sorted by final
+    score (stable) when any applied; what applied, each naming its collection."""
+    out = AnswerBoosts(order)
+    for i in order:
+        collection, boosts = boosts_of(i)
+        if not boosts:
+            continue
+        metadata = metadata_of(i)
+        out.fusion[i] = math.prod(factors(metadata, boosts, FUSION))
+        if i in reranked:
+            found = matching(metadata, boosts, RERANK)
+            out.rerank[i] = [f for _, f in found]
+            out.applied += _applied(collection, doc_of(i), found, RERANK)
+    for i, stage_factors in out.rerank.items():
+        finals[i] = capped(finals[i], stage_factors)
+    if out.applied:
+        out.order = sorted(order, key=lambda i: -finals[i])
+    return out

@@ -207,6 +207,13 @@ def own_scores(evidences: Sequence[Sequence[fusion_pb2.LegEvidence]], scales: Se
     return scores.tolist()
 
 
+def capped(score: float, stage_factors: Sequence[float]) -> float:
+    """A final score after the rerank stage's boost factors, each product capped at 1.0."""
+    for factor in stage_factors:
+        score = min(1.0, score * factor)
+    return score
+
+
 def non_increasing(scores: Iterable[float]) -> list[float]:
     """The scores as shown down a fixed order: each the lower of its own and the one shown above it."""
     return list(accumulate(scores, min))

@@ -14,7 +14,7 @@ from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.breakers import Breakers
 from hybridsearch.gateway.query.deadline import CALL_ERRORS, Deadline, reason
 from hybridsearch.gateway.query.observed import observed
-from hybridsearch.gateway.query.report import FAILED, FALLBACK, OK, SKIPPED, Report
+from hybridsearch.gateway.query.report import FAILED, FALLBACK, OK, SKIPPED, LegStatus, Report
 from hybridsearch.gateway.query.request import SearchPlan
 from hybridsearch.v1 import common_pb2, expansion_pb2
 
@@ -24,38 +24,38 @@ MIN_BUDGET_S = 0.05
 
 class Expander:
     def __init__(self, cfg: QuerySettings, backends: Backends, breakers: Breakers) -> None:
-        self.cfg, self.backends, self.breakers = cfg, backends, breakers
+        self.cfg, self.backends, self.breaker = cfg, backends, breakers.of(NAME)
 
     def budget(self, deadline: Deadline) -> float:
         return max(MIN_BUDGET_S, deadline.left() - self.cfg.expansion_reserve_s)
 
     async def expand(self, plan: SearchPlan, deadline: Deadline, report: Report) -> expansion_pb2.ExpandResponse | None:
         if (why := plan.no_expansion) is not None:
-            report.leg(NAME, SKIPPED, why)
+            report.legs[NAME] = LegStatus(name=NAME, state=SKIPPED, reason=why)
             return None
         request = expansion_pb2.ExpandRequest(query=plan.query, collection=plan.store_name, effort=plan.effort,
                                               filters=plan.filters, force=plan.expand is True,
                                               language=plan.language, fuzzy=plan.fuzzy)
         with observed(NAME):
             try:
-                async with self.breakers.guard(NAME):
+                async with self.breaker.guard():
                     if effort_policy(plan.effort).keeps_prf:
                         exp = await self._with_prf(request, deadline)
                     else:
                         exp = await self.backends.expansion.Expand(request, timeout=self.budget(deadline))
             except CALL_ERRORS as err:
-                report.leg(NAME, FAILED, reason(err))
+                report.legs[NAME] = LegStatus(name=NAME, state=FAILED, reason=reason(err))
                 return None
         report.expansion = exp
         if not exp.cache_available:
-            report.notice("expansion cache (Redis) is not reachable: expansion runs uncached")
+            report.notices.append("expansion cache (Redis) is not reachable: expansion runs uncached")
         if exp.fallback_reason:
-            report.leg(NAME, FALLBACK, exp.fallback_reason)
-            report.notice(f"expansion: {exp.fallback_reason}")
+            report.legs[NAME] = LegStatus(name=NAME, state=FALLBACK, reason=exp.fallback_reason)
+            report.notices.append(f"expansion: {exp.fallback_reason}")
         elif exp.skipped:
-            report.leg(NAME, SKIPPED, exp.skip_reason)
+            report.legs[NAME] = LegStatus(name=NAME, state=SKIPPED, reason=exp.skip_reason)
         else:
-            report.leg(NAME, OK, f"{exp.generator}{' (cached)' if exp.cache_hit else ''}")
+            report.legs[NAME] = LegStatus(name=NAME, state=OK, reason=f"{exp.generator}{' (cached)' if exp.cache_hit else ''}")
         return exp
 
 

@@ -20,18 +20,48 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from hybridsearch.gateway.query.keys import SEP, key, split_key  # noqa: F401  (merged keys: re-exported)
-from hybridsearch.gateway.query.pool import MergedPool, Pool
+from hybridsearch.gateway.query.pool import Pool, trimmed
 from hybridsearch.gateway.query.report import Report
-from hybridsearch.v1 import fusion_pb2
+from hybridsearch.v1 import common_pb2, fusion_pb2
 
 MERGE_RRF_K = 60  # RRF's k for the cross-collection fusion (the collections' fused lists, weight 1 each)
 
 # One collection's retrieval (legs, expansion, variants, fusion, graph): its fused list and the lists it was
 # fused from, or None when none of its legs answered.
 Retrieval = Callable[..., Awaitable[tuple[list[fusion_pb2.FusedHit], Pool] | None]]
+
+
+class MergedPool:
+    """The pools of several collections, addressed by merged keys (gateway.query.fanout.key)."""
+
+    def __init__(self, parts: Mapping[str, Pool], primary: str) -> None:
+        self.parts, self.primary = dict(parts), primary
+
+    def hit(self, chunk_key: str) -> common_pb2.LegHit:
+        collection, chunk_id = split_key(chunk_key, self.primary)
+        return self.parts[collection].hit(chunk_id)
+
+    def fill(self, chunk_key: str, chunk: common_pb2.Chunk) -> None:
+        collection, chunk_id = split_key(chunk_key, self.primary)
+        self.parts[collection].fill(chunk_id, chunk)
+
+    def open(self, chunk_key: str, content: common_pb2.Chunk) -> None:
+        collection, chunk_id = split_key(chunk_key, self.primary)
+        self.parts[collection].open(chunk_id, content)
+
+    def shown(self, chunk_key: str, sealed: bool = False) -> common_pb2.LegHit:
+        collection, chunk_id = split_key(chunk_key, self.primary)
+        return self.parts[collection].shown(chunk_id, sealed)
+
+    def lists_of(self, collection: str) -> list[common_pb2.RankedList]:
+        return self.parts[collection].lists
+
+    def explained(self) -> list[common_pb2.RankedList]:
+        """Every collection's lists, each naming its collection in its query."""
+        return [trimmed(rl, f" @{collection}") for collection, pool in self.parts.items() for rl in pool.lists]
 
 
 def content_key(text: str) -> str | None:

@@ -23,7 +23,7 @@ NAME = "fusion"
 class Fuser:
     def __init__(self, cfg: QuerySettings, resilience: ResilienceSettings, backends: Backends, breakers: Breakers,
                  in_gateway: bool = False) -> None:
-        self.cfg, self.resilience, self.backends, self.breakers = cfg, resilience, backends, breakers
+        self.cfg, self.resilience, self.backends, self.breaker = cfg, resilience, backends, breakers.of(NAME)
         self.in_gateway = in_gateway  # topology.in_gateway names fusion: every answer fused here, no hop
 
     async def fuse(self, plan: SearchPlan, pool: Pool, deadline: Deadline, report: Report) -> list[fusion_pb2.FusedHit]:
@@ -36,26 +36,29 @@ class Fuser:
     async def _fused(self, plan: SearchPlan, lists: list[common_pb2.RankedList], deadline: Deadline,
                      report: Report) -> list[fusion_pb2.FusedHit]:
         limit = self.cfg.fusion_depth
-        if self.in_gateway or len(lists) <= self.cfg.fuse_in_gateway_lists:
-            # One ranked list (the default's only case): fusion would only collapse chunks and scale scores,
-            # which the same library does here in microseconds; a hop would cost more than the answer.
-            # More lists where the operator says so (QuerySettings.fuse_in_gateway_lists: the hop's CPU measured);
-            # every answer where fusion runs inside the gateway (TopologySettings.in_gateway: the same library).
-            return fuse_proto(lists, plan.fusion, limit, with_text=False)
-        request = fusion_pb2.FuseRequest(lists=[ranks_only(rl) for rl in lists], config=params_to_proto(plan.fusion),
-                                         limit=limit, omit_text=True)
-        try:
-            with TRACER.start_as_current_span("gateway.fusion"):
-                async with self.breakers.guard(NAME):
-                    timeout = min(deadline.left(), self.resilience.fusion_timeout_s)
-                    response = await self.backends.fusion.Fuse(request, timeout=timeout)
-                    report.fusion_applied = response.config
-                    return list(response.hits)
-        except CALL_ERRORS as err:
-            # Fusion is a pure function: the gateway can do it itself rather than fail the search.
-            report.notice(f"fusion service unavailable ({reason(err)}): fused in the gateway", degrades=True)
-            metrics.DEGRADED_LEGS.labels(leg=NAME).inc()
-            return fuse_proto(lists, plan.fusion, limit, with_text=False)
+        # One ranked list (the default's only case): fusion would only collapse chunks and scale scores, which the
+        # same library does here in microseconds; a hop would cost more than the answer. More lists where the
+        # operator says so (QuerySettings.fuse_in_gateway_lists: the hop's CPU measured); every answer where fusion
+        # runs inside the gateway (TopologySettings.in_gateway: the same library).
+        here = self.in_gateway or len(lists) <= self.cfg.fuse_in_gateway_lists
+        config = params_to_proto(plan.fusion) if plan.explain or not here else None  # what applies, as a message
+        if not here:
+            request = fusion_pb2.FuseRequest(lists=[ranks_only(rl) for rl in lists], config=config, limit=limit,
+                                             omit_text=True)
+            try:
+                with TRACER.start_as_current_span("gateway.fusion"):
+                    async with self.breaker.guard():
+                        timeout = min(deadline.left(), self.resilience.fusion_timeout_s)
+                        response = await self.backends.fusion.Fuse(request, timeout=timeout)
+                        report.fusion_applied = response.config
+                        return list(response.hits)
+            except CALL_ERRORS as err:
+                # Fusion is a pure function: the gateway can do it itself rather than fail the search.
+                report.notices.append(f"fusion service unavailable ({reason(err)}): fused in the gateway")
+                report.fused_in_gateway = True
+                metrics.DEGRADED_LEGS.labels(leg=NAME).inc()
+        report.fusion_applied = config  # for explain (None unless asked)
+        return fuse_proto(lists, plan.fusion, limit, with_text=False)
 
 
 def ranks_only(ranked: common_pb2.RankedList) -> common_pb2.RankedList:

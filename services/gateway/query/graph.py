@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hybridsearch.config.search import GraphSettings
-from hybridsearch.v1 import common_pb2, fusion_pb2, search_pb2, vector_pb2
+from hybridsearch.gateway.query.report import OK, SKIPPED, LegStatus
+from hybridsearch.v1 import common_pb2, fusion_pb2, vector_pb2
 
 NAME = "graph"
-OK, SKIPPED = search_pb2.LEG_STATE_OK, search_pb2.LEG_STATE_SKIPPED
 
 
 @dataclass(frozen=True)
@@ -72,11 +72,11 @@ async def neighbours(plan, fused: Sequence[fusion_pb2.FusedHit], cfg: GraphSetti
     """The graph stage: the neighbours' list (its hits of fused documents rewritten to their fused chunk),
     or None when the stage is off, failed or found nothing. `runner` is gateway.query.legs.runner.LegRunner."""
     if not plan.graph:
-        report.leg(NAME, SKIPPED, "off")
+        report.legs[NAME] = LegStatus(name=NAME, state=SKIPPED, reason="off")
         return None
     top = seeds(fused, cfg.seeds)
     if not top:
-        report.leg(NAME, SKIPPED, "no fused documents to start from")
+        report.legs[NAME] = LegStatus(name=NAME, state=SKIPPED, reason="no fused documents to start from")
         return None
     original = [common_pb2.LegQuery(text=plan.query, kind=common_pb2.QUERY_KIND_ORIGINAL)]
     lists = await runner.run(GraphLeg(top, cfg), plan, original, deadline, report)
@@ -85,6 +85,6 @@ async def neighbours(plan, fused: Sequence[fusion_pb2.FusedHit], cfg: GraphSetti
     graph_list = lists[0]
     kept = keep_chunks(graph_list, fused)
     new = len(graph_list.hits) - kept
-    report.leg(NAME, OK, f"{len(graph_list.hits)} neighbours of {len(top)} seeds ({new} new, {kept} already "
-                         f"candidates); {report.legs[NAME].reason}")
+    report.legs[NAME] = LegStatus(name=NAME, state=OK, reason=f"{len(graph_list.hits)} neighbours of {len(top)} seeds "
+                                  f"({new} new, {kept} already candidates); {report.legs[NAME].reason}")
     return graph_list if graph_list.hits else None

@@ -37,7 +37,7 @@ from redis.exceptions import RedisError
 
 from hybridsearch.config.deployment import RedisSettings
 from hybridsearch.config.search import PagingSettings
-from hybridsearch.contract.validation import InvalidArgument, Refusal, check_collection
+from hybridsearch.contract.errors import InvalidArgument, Refusal
 from hybridsearch.v1 import paging_pb2, search_pb2
 
 log = logging.getLogger(__name__)
@@ -70,15 +70,10 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def searched_collections(request: search_pb2.SearchRequest) -> tuple[str, ...]:
-    """The collections a (validated) search reads: its `collections`, else its `collection` (empty: default)."""
-    return tuple(request.collections) or (check_collection(request.collection),)
-
-
-def request_digest(request: search_pb2.SearchRequest) -> str:
+def request_digest(request: search_pb2.SearchRequest, collections: tuple[str, ...]) -> str:
     """What makes two requests the same query for paging: everything but the page's own position, as
-    `<collection>,<collection>...:<hash>`: the collections searched in clear (digest_collections reads
-    them), the hash over the whole request (collections included)."""
+    `<collection>,<collection>...:<hash>`: the `collections` the request names (its plan's `requested`) in clear
+    (digest_collections reads them), the hash over the whole request (collections included)."""
     shape = search_pb2.SearchRequest()
     shape.CopyFrom(request)
     shape.ClearField("offset")
@@ -86,7 +81,7 @@ def request_digest(request: search_pb2.SearchRequest) -> str:
     shape.ClearField("top_k")
     shape.ClearField("explain")
     digest = hashlib.sha256(shape.SerializeToString(deterministic=True)).hexdigest()[:24]
-    return f"{','.join(searched_collections(request))}:{digest}"
+    return f"{','.join(collections)}:{digest}"
 
 
 def digest_collections(digest: str) -> tuple[str, ...]:
@@ -203,7 +198,7 @@ class Pager:
         self._pending: dict[str, asyncio.Task] = {}
         self._watch: asyncio.Task | None = None  # while Redis is unreachable: pings it until it answers
 
-    def keep(self, request: search_pb2.SearchRequest, first: search_pb2.SearchResponse,
+    def keep(self, request: search_pb2.SearchRequest, collections: tuple[str, ...], first: search_pb2.SearchResponse,
              order: Callable[[int], paging_pb2.KeptOrder], candidates: int, next_offset: int,
              sent: asyncio.Future | None = None) -> None:
         """After a first page with more hits than it shows: sets its next_page_token and stores `order(n)`
@@ -216,10 +211,10 @@ class Pager:
                                          total_candidates=first.total_candidates)
         order_id = self.tokens.new_order_id()
         if self.reachable:
-            first.next_page_token = self.tokens.issue(order_id, next_offset, request_digest(request))
+            first.next_page_token = self.tokens.issue(order_id, next_offset, request_digest(request, collections))
         else:
             first.notices.append("no next_page_token: the page store (Redis) is not reachable")
-        key = order_key(searched_collections(request), order_id)
+        key = order_key(collections, order_id)
         task = asyncio.ensure_future(self._save(key, head, order, min(candidates, self.max_hits), sent))
         self._pending[order_id] = task
         task.add_done_callback(lambda _t: self._pending.pop(order_id, None))
@@ -253,16 +248,20 @@ class Pager:
             log.info("the page store (Redis) is reachable again: page tokens on")
             self.reachable = True
 
-    async def order(self, request: search_pb2.SearchRequest) -> tuple[PageToken, paging_pb2.KeptOrder]:
-        """The token's stored order, or InvalidArgument (bad, foreign, expired token) / Refusal (no Redis)."""
-        token = self.tokens.check(request.page_token, request_digest(request))
+    async def page(self, request: search_pb2.SearchRequest, collections: tuple[str, ...],
+                   size: int) -> tuple[PageToken, paging_pb2.KeptOrder, str]:
+        """A later page's token and its stored order, and the token of the page after it ("" after the last);
+        InvalidArgument (bad, foreign, expired token) / Refusal (no Redis)."""
+        token = self.tokens.check(request.page_token, request_digest(request, collections))
         pending = self._pending.get(token.order_id)
         if pending is not None:
             await asyncio.shield(pending)
         try:
-            return token, await self.store.load(order_key(token.collections, token.order_id))
+            order = await self.store.load(order_key(token.collections, token.order_id))
         except (RedisError, OSError) as err:
             raise Refusal(f"the page store (Redis) is not reachable ({type(err).__name__}); retry later") from err
+        following = token.offset + size
+        return token, order, self.tokens.issue(token.order_id, following, token.digest) if following < len(order.hits) else ""
 
     async def close(self) -> None:
         if self._watch is not None:

@@ -3,15 +3,13 @@
 Fused hits travel without text (the fusion service reads ids, ranks and scores only): the gateway keeps
 each chunk's title, text and metadata from the first list that carried it, and reads the few the answer
 needs that came from below the legs' text depth from the stores (gateway.query.texts). With several
-collections (gateway.query.fanout) each collection has its own Pool and a MergedPool answers for the merged
-keys.
+collections each collection has its own Pool, and gateway.query.fanout.MergedPool answers for the merged keys.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
-from hybridsearch.gateway.query.keys import split_key
 from hybridsearch.v1 import common_pb2
 
 EXPLAINED_HITS = 20  # hits of each list an explanation shows
@@ -76,40 +74,11 @@ class Pool:
         return self.lists
 
     def explained(self) -> list[common_pb2.RankedList]:
-        return [_trimmed(rl) for rl in self.lists]
+        return [trimmed(rl) for rl in self.lists]
 
 
-class MergedPool:
-    """The pools of several collections, addressed by merged keys (gateway.query.fanout.key)."""
-
-    def __init__(self, parts: Mapping[str, Pool], primary: str) -> None:
-        self.parts, self.primary = dict(parts), primary
-
-    def hit(self, chunk_key: str) -> common_pb2.LegHit:
-        collection, chunk_id = split_key(chunk_key, self.primary)
-        return self.parts[collection].hit(chunk_id)
-
-    def fill(self, chunk_key: str, chunk: common_pb2.Chunk) -> None:
-        collection, chunk_id = split_key(chunk_key, self.primary)
-        self.parts[collection].fill(chunk_id, chunk)
-
-    def open(self, chunk_key: str, content: common_pb2.Chunk) -> None:
-        collection, chunk_id = split_key(chunk_key, self.primary)
-        self.parts[collection].open(chunk_id, content)
-
-    def shown(self, chunk_key: str, sealed: bool = False) -> common_pb2.LegHit:
-        collection, chunk_id = split_key(chunk_key, self.primary)
-        return self.parts[collection].shown(chunk_id, sealed)
-
-    def lists_of(self, collection: str) -> list[common_pb2.RankedList]:
-        return self.parts[collection].lists
-
-    def explained(self) -> list[common_pb2.RankedList]:
-        """Every collection's lists, each naming its collection in its query."""
-        return [_trimmed(rl, f" @{collection}") for collection, pool in self.parts.items() for rl in pool.lists]
-
-
-def _trimmed(rl: common_pb2.RankedList, suffix: str = "") -> common_pb2.RankedList:
+def trimmed(rl: common_pb2.RankedList, suffix: str = "") -> common_pb2.RankedList:
+    """A list as explain shows it: its first EXPLAINED_HITS hits, ids and scores only."""
     out = common_pb2.RankedList(leg=rl.leg, kind=rl.kind, query=rl.query + suffix, weight=rl.weight)
     out.hits.extend(common_pb2.LegHit(chunk_id=h.chunk_id, doc_id=h.doc_id, score=h.score, rank=h.rank)
                     for h in rl.hits[:EXPLAINED_HITS])

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
-from hybridsearch.v1 import common_pb2, search_pb2
+from hybridsearch.v1 import common_pb2, fusion_pb2, search_pb2
 
 WORD = re.compile(r"\S+")
 
@@ -182,3 +182,31 @@ def show(hit: search_pb2.SearchHit, query: str, text: str, analyzer: EnglishAnal
     hit.highlights.extend(search_pb2.Highlight(start=a, end=b) for a, b in shown.highlights)
     if include_full_text(rank, hit.rerank_score, hit.reranked, len(text), effort):
         hit.full_text = text
+
+
+def search_hit(f: fusion_pb2.FusedHit, collection: str, chunk_id: str, title: str, score: float, blended: float,
+               rerank_score: float, reranked: bool) -> search_pb2.SearchHit:
+    """A fused hit, in `collection` as `chunk_id` (its merged key split), as the answer shows it (without its
+    preview): first pages and later ones alike."""
+    return search_pb2.SearchHit(
+        doc_id=f.doc_id, chunk_id=chunk_id, title=title, score=score, blended_score=blended,
+        fusion_score=f.normalized_score, rerank_score=rerank_score, reranked=reranked, collection=collection,
+        legs=[search_pb2.LegRank(leg=e.leg, kind=e.kind, rank=e.rank, score=e.score) for e in f.evidence],
+    )
+
+
+def show_page(hits: Sequence[search_pb2.SearchHit], sources: Sequence[common_pb2.LegHit | common_pb2.Chunk | None],
+              query: str, analyzer: EnglishAnalyzer, offset: int, effort: int,
+              shows: Mapping[str, tuple[Sequence[str], str]]) -> dict[str, int]:
+    """Fills a page's previews (first pages and later ones alike), each hit's from its source: its leg hit, or its
+    stored chunk (None: no store has it any more); what it shows of its document (`shows`: each collection's
+    fields to show and its tags field); its title where it has none (a hit kept from below the legs' text depth).
+    The page's tag distribution."""
+    tags = []
+    for rank, (hit, source) in enumerate(zip(hits, sources), start=offset):
+        fields, tags_field = shows[hit.collection]
+        if source is not None and not hit.title:
+            hit.title = source.title
+        show(hit, query, source.text if source is not None else "", analyzer, rank, effort, source, fields)
+        tags.append(source.metadata.get(tags_field, "") if source is not None else "")
+    return tag_distribution(tags)

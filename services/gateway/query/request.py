@@ -10,7 +10,8 @@ from hybridsearch.query.effort import DEFAULT_EFFORT, effort_policy, why_not_exp
 from hybridsearch.text.language import check_language
 from hybridsearch.contract.limits import MAX_CONTEXT, MAX_QUERY_CHARS
 from hybridsearch.security.sealing import CollectionSeal
-from hybridsearch.contract.validation import InvalidArgument, check_field, check_filters, check_search_collections
+from hybridsearch.contract.validation import check_field, check_filters, check_search_collections
+from hybridsearch.contract.errors import InvalidArgument
 from hybridsearch.fusion.methods import FusionParams
 from hybridsearch.fusion.params import resolve_params
 from hybridsearch.v1 import common_pb2, search_pb2
@@ -71,6 +72,9 @@ class SearchPlan:
     # The metadata each hit shows (SearchHit.metadata): the request's return_metadata, else the collection's.
     return_metadata: tuple[str, ...] = ()
     context: int = 0  # neighbouring chunks before and after each hit (SearchRequest.context)
+    # The collections the request names, validated, before any that no store holds is left out (gateway.query.locate):
+    # what a page token's digest names (gateway.query.paging.request_digest), on every page of the search alike.
+    requested: tuple[str, ...] = ()
 
     @property
     def metadata_fields(self) -> list[str]:
@@ -83,6 +87,11 @@ class SearchPlan:
     def configs(self) -> list[tuple[str, CollectionConfig]]:
         """(collection, config) of every collection the plan searches."""
         return [(p.collection, p.config) for p in self.parts] or [(self.collection, self.config)]
+
+    @property
+    def plans(self) -> dict[str, "SearchPlan"]:
+        """The plan of each collection the plan searches, by name."""
+        return {p.collection: p for p in self.parts} or {self.collection: self}
 
     def plan_of(self, collection: str) -> "SearchPlan":
         """The plan of one of the plan's collections (a hit's), this plan for any other name."""
@@ -97,6 +106,11 @@ class SearchPlan:
         """The store name of one of the plan's collections (a hit's)."""
         part = self.plan_of(collection)
         return part.store_name if part.collection == collection else collection
+
+    @property
+    def shows(self) -> dict[str, tuple[tuple[str, ...], str]]:
+        """What a hit of each of the plan's collections shows of its document: its fields, and its tags field."""
+        return {c: (self.plan_of(c).return_metadata, config.tags_field) for c, config in self.configs}
 
     def config_of(self, collection: str) -> CollectionConfig:
         """The config of one of the plan's collections (a hit's), this plan's own for any other name."""
@@ -146,23 +160,13 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
                   rerank_requested=request.rerank if request.HasField("rerank") else None,
                   min_score=request.min_score or (0.0 if request.no_floor else settings.query.default_min_score),
                   explain=request.explain, expand=request.expand if request.HasField("expand") else None,
-                  page_token=request.page_token, context=request.context,
+                  page_token=request.page_token, context=request.context, requested=tuple(collections) or (primary,),
                   prf_in_balanced=settings.expansion.prf_in_balanced)
     configs = {c: collection_config(settings, c) for c in dict.fromkeys([*collections, primary])}
-    parts = tuple(_plan(request, shared, c, configs[c]) for c in collections)
-    return _plan(request, shared, primary, configs[primary], parts)
-
-
-def _plan(request: search_pb2.SearchRequest, shared: dict, collection: str, config: CollectionConfig,
-          parts: tuple[SearchPlan, ...] = ()) -> SearchPlan:
-    """The plan of one collection: the request's checked values, and its own config for what the request
-    leaves open."""
-    return SearchPlan(
-        **shared,
-        collection=collection,
-        config=config,
-        fuzzy=request.fuzzy if request.HasField("fuzzy") else config.fuzzy,
-        graph=request.graph if request.HasField("graph") else config.graph,
-        return_metadata=tuple(request.return_metadata or config.return_metadata),
-        parts=parts,
-    )
+    # each collection's plan: the request's checked values, its own config for what the request leaves open
+    own = {c: dict(collection=c, config=config, fuzzy=request.fuzzy if request.HasField("fuzzy") else config.fuzzy,
+                   graph=request.graph if request.HasField("graph") else config.graph,
+                   return_metadata=tuple(request.return_metadata or config.return_metadata))
+           for c, config in configs.items()}
+    parts = tuple(SearchPlan(**shared, **own[c]) for c in collections)
+    return SearchPlan(**shared, **own[primary], parts=parts)

@@ -12,7 +12,7 @@ from hybridsearch.gateway.breakers import Breakers
 from hybridsearch.gateway.query.deadline import Deadline, reason
 from hybridsearch.gateway.query.observed import observed
 from hybridsearch.gateway.query.pool import Pool
-from hybridsearch.gateway.query.report import FAILED, OK, Report
+from hybridsearch.gateway.query.report import FAILED, OK, LegStatus, Report
 from hybridsearch.gateway.query.request import SearchPlan
 from hybridsearch.gateway.query.rerank_policy import ModelInfo, decide_rerank, needs_model
 from hybridsearch.gateway.query.texts import StoredTexts
@@ -46,7 +46,7 @@ class Reranked:
 
 class Reranker:
     def __init__(self, cfg: RerankSettings, backends: Backends, breakers: Breakers, texts: StoredTexts) -> None:
-        self.cfg, self.backends, self.breakers, self.texts = cfg, backends, breakers, texts
+        self.cfg, self.backends, self.breaker, self.texts = cfg, backends, breakers.of(NAME), texts
 
     async def rerank(self, plan: SearchPlan, fused: list[fusion_pb2.FusedHit], pool: Pool, deadline: Deadline,
                      report: Report) -> Reranked:
@@ -57,9 +57,9 @@ class Reranker:
             decision = decide_rerank(plan.rerank_requested, plan.effort, self.cfg, model, unavailable, len(fused),
                                      deadline.remaining())
             if decision.notice:
-                report.notice(decision.notice)
+                report.notices.append(decision.notice)
         if not decision.run:
-            report.leg(NAME, decision.state, decision.reason)
+            report.legs[NAME] = LegStatus(name=NAME, state=decision.state, reason=decision.reason)
             return unchanged
         head = fused[:decision.pool]
         await self.texts.fill(plan, head, pool, deadline, report)
@@ -67,14 +67,14 @@ class Reranker:
         with observed(NAME) as span:
             span.set_attribute("rerank.pool", len(head))
             try:
-                async with self.breakers.guard(NAME):
+                async with self.breaker.guard():
                     scores = await self.backends.reranker.score(plan.query, passages, deadline.left())
             except Exception as err:  # Triton's client raises its own errors besides gRPC's
-                report.leg(NAME, FAILED, reason(err))
+                report.legs[NAME] = LegStatus(name=NAME, state=FAILED, reason=reason(err))
                 return unchanged
         blended = blend(plan.query, [h.normalized_score for h in head], scores, passages, self.cfg.score_floor,
                         tuple(self.cfg.bands), self.cfg.tail_fusion_weight)
-        report.leg(NAME, OK, decision.reason)
+        report.legs[NAME] = LegStatus(name=NAME, state=OK, reason=decision.reason)
         return Reranked(
             order=[b.index for b in blended] + list(range(len(head), len(fused))),
             rerank={b.index: b.rerank for b in blended},
@@ -84,13 +84,13 @@ class Reranker:
     async def _model(self, report: Report) -> tuple[ModelInfo | None, str]:
         """The model Triton serves, or why it could not be asked."""
         try:
-            async with self.breakers.guard(NAME):
+            async with self.breaker.guard():
                 model = ModelInfo.of(await self.backends.reranker.model_info())
         except Exception as err:  # Triton down or model not loaded, or its breaker open
             return None, reason(err)
         report.reranker_model = model.name
         if not model.trained:
-            report.notice(f"reranker model {model.name!r} is untrained (fresh classification head)")
+            report.notices.append(f"reranker model {model.name!r} is untrained (fresh classification head)")
         return model, ""
 
 

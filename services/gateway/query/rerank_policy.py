@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hybridsearch.config.search import RerankSettings
+from hybridsearch.config.search import QuerySettings, RerankSettings
 from hybridsearch.query.effort import RerankDefault, effort_policy
 from hybridsearch.v1 import search_pb2
 
@@ -98,3 +98,16 @@ def decide_rerank(requested: bool | None, effort: int, cfg: RerankSettings, mode
                               notice=f"rerank skipped ({why}): the answer is in fused order")
     return RerankDecision(True, search_pb2.LEG_STATE_OK, f"{model.name}: {min(pool, candidates)} candidates",
                           min(pool, candidates))
+
+
+MARGIN = 2  # texts down to twice the deepest rank the page or the rerank pool reads
+
+
+def text_depth(plan, cfg: QuerySettings, rerank: RerankSettings) -> int:
+    """How deep each leg list carries texts for this search (0: every hit): twice the deepest rank the page or
+    the rerank pool reads, so that a reranked or shown hit rarely needs its text read from a store (gateway.query.texts)."""
+    if plan.parts:
+        return 0
+    reach = max(plan.offset + plan.top_k, pool_bound(plan.rerank_requested, plan.effort, rerank))
+    depth = MARGIN * reach
+    return 0 if depth >= cfg.leg_depth else depth

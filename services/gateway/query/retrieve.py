@@ -6,7 +6,7 @@ answers in that window (PRF, a cached answer), each such leg gets its original q
 one call (one hop, one embedding batch in the vector leg). Otherwise (an LLM still generating) the
 originals go at once and the variants follow, as soon as expansion answers, as a round of their own.
 
-Each round is judged against its like by the straggler rule (gateway.query.legs.runner.Stragglers): the
+Each round is judged against its like by the straggler rule (gateway.query.legs.stragglers): the
 original calls together, and the variant calls together from when they start, so a variant round that
 begins seconds after the originals answered (THOROUGH waits for its LLM) is not cut for being "late".
 A leg whose original call has already failed runs no variants.
@@ -22,7 +22,7 @@ from hybridsearch.gateway.query.expander import Expander, variant_queries
 from hybridsearch.gateway.query.legs.protocol import RetrievalLeg
 from hybridsearch.gateway.query.legs import registry
 from hybridsearch.gateway.query.legs.runner import LegRunner
-from hybridsearch.gateway.query.report import SKIPPED, Report
+from hybridsearch.gateway.query.report import SKIPPED, LegStatus, Report
 from hybridsearch.gateway.query.request import SearchPlan
 from hybridsearch.v1 import common_pb2
 
@@ -37,7 +37,7 @@ async def retrieve(plan: SearchPlan, deadline: Deadline, runner: LegRunner, expa
     used = [leg for leg in legs if leg.used_by(plan)]
     for leg in legs:
         if leg not in used:
-            report.leg(leg.name, SKIPPED, leg.off)
+            report.legs[leg.name] = LegStatus(name=leg.name, state=SKIPPED, reason=leg.off)
     original = [common_pb2.LegQuery(text=plan.query, kind=common_pb2.QUERY_KIND_ORIGINAL)]
     t = time.perf_counter()
     expansion = asyncio.ensure_future(expander.expand(plan, deadline, report))

@@ -9,7 +9,8 @@ from contextlib import asynccontextmanager
 import grpc
 from redis.exceptions import RedisError
 
-from hybridsearch.contract.validation import Refusal, abort_invalid, check_written_collection
+from hybridsearch.contract.validation import check_written_collection
+from hybridsearch.contract.errors import Refusal, abort_invalid
 from hybridsearch.gateway.resources.aliases import AliasChanged
 from hybridsearch.gateway.resources.drop import Dropper
 from hybridsearch.gateway.resources.reindex import Reindexer

@@ -16,6 +16,7 @@ import asyncio
 import json
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import grpc
 from redis.exceptions import RedisError
@@ -23,7 +24,8 @@ from redis.exceptions import RedisError
 from hybridsearch.runtime.services import STORES
 from hybridsearch.config.collections import DEFAULT, collection_config
 from hybridsearch.config.settings import Settings
-from hybridsearch.contract.validation import Refusal, split_generation
+from hybridsearch.contract.validation import split_generation
+from hybridsearch.contract.errors import Refusal
 from hybridsearch.gateway.resources.aliases import Aliases
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.ingest.write_order import restoring_key
@@ -39,6 +41,15 @@ def options(settings: Settings, name: str) -> dict[str, str]:
     declared = collection_config(settings, name).model_dump(mode="json")
     default = DEFAULT.model_dump(mode="json")
     return {key: json.dumps(value) for key, value in declared.items() if key != "language" and value != default[key]}
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where a request's collections are read from: each name's stored name (an alias's serving generation,
+    any other name itself), and the names no store holds (empty when not checked)."""
+
+    stored: dict[str, str]
+    missing: list[str]
 
 
 class Catalog:
@@ -62,10 +73,18 @@ class Catalog:
             return {n: n for n in names}
         return await self.aliases.stored_names(names)
 
+    async def located(self, names: Iterable[str], timeout: float = LOOKUP_TIMEOUT_S, *, check: bool = True) -> Located:
+        """Where each name is read from (an alias: its serving generation) and, when `check`, the names no store
+        holds: one lookup of the aliases for both."""
+        stored = await self.stored(names)
+        return Located(stored, await self._missing(stored, timeout) if check else [])
+
     async def missing(self, names: Iterable[str], timeout: float = LOOKUP_TIMEOUT_S) -> list[str]:
         """The names no store holds (an alias: its serving generation), in the order given."""
+        return (await self.located(names, timeout)).missing
+
+    async def _missing(self, stored: dict[str, str], timeout: float) -> list[str]:
         now = time.monotonic()
-        stored = await self.stored(names)
         unknown = [n for n in stored if now - self._known.get(stored[n], -KNOWN_TTL_S) >= KNOWN_TTL_S]
         if not unknown:
             return []

@@ -8,7 +8,8 @@ import grpc
 
 from hybridsearch.config.settings import Settings
 from hybridsearch.security.sealing import Sealer
-from hybridsearch.contract.validation import Refusal, abort_invalid, check_collection
+from hybridsearch.contract.validation import check_collection
+from hybridsearch.contract.errors import Refusal, abort_invalid
 from hybridsearch.gateway.access.auth import readable
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.resources.catalog import Catalog

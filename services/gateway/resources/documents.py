@@ -22,7 +22,8 @@ import grpc
 from hybridsearch.contract.limits import MAX_GET_IDS
 from hybridsearch.security.sealing import Sealer
 from hybridsearch.storage.stores import chunks_by_document
-from hybridsearch.contract.validation import InvalidArgument, Refusal, check_collection, check_doc_ids
+from hybridsearch.contract.validation import check_collection, check_doc_ids
+from hybridsearch.contract.errors import InvalidArgument, Refusal
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.resources.catalog import Catalog
 from hybridsearch.v1 import collections_pb2, common_pb2
@@ -95,9 +96,10 @@ async def get_documents(request: collections_pb2.GetDocumentsRequest, backends: 
     key, or a record that does not open), UNAVAILABLE (the BM25 store did not answer)."""
     collection, ids = check_get(request)
     seal = sealer.of(collection)  # SealingError (as a search: whether or not a store holds it yet)
-    if await catalog.missing([collection]):
+    located = await catalog.located([collection])
+    if located.missing:
         raise Refusal(f"collection {collection!r} does not exist", grpc.StatusCode.NOT_FOUND)
-    stored = (await catalog.stored([collection]))[collection]  # an alias: its serving generation
+    stored = located.stored[collection]  # an alias: its serving generation
     try:
         reply = await backends.bm25.GetChunks(common_pb2.GetChunksRequest(collection=stored, doc_ids=ids),
                                               timeout=GET_TIMEOUT_S)

@@ -23,7 +23,8 @@ from redis.exceptions import RedisError
 
 from hybridsearch.storage.holds import Held, Holds
 from hybridsearch.runtime.iterables import batched
-from hybridsearch.contract.validation import Refusal, generation_name, split_generation
+from hybridsearch.contract.validation import generation_name, split_generation
+from hybridsearch.contract.errors import Refusal
 from hybridsearch.gateway.resources.aliases import Alias, Aliases
 from hybridsearch.expansion import cache as expansion_cache
 from hybridsearch.gateway.query import paging

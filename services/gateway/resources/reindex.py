@@ -40,7 +40,8 @@ from hybridsearch.security.hashed_terms import HashedTerms, hashes_terms
 from hybridsearch.storage.holds import Held, Holds
 from hybridsearch.runtime.iterables import batched
 from hybridsearch.security.sealing import Sealer
-from hybridsearch.contract.validation import Refusal, check_written_collection
+from hybridsearch.contract.validation import check_written_collection
+from hybridsearch.contract.errors import Refusal
 from hybridsearch.gateway.resources.aliases import Alias, Generation
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.resources.catalog import Catalog

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import grpc
 
-from hybridsearch.contract.validation import Refusal, abort_invalid
+from hybridsearch.contract.errors import Refusal, abort_invalid
 from hybridsearch.snapshots.coordinator import Snapshots
 from hybridsearch.v1 import snapshots_pb2, snapshots_pb2_grpc
 

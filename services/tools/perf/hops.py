@@ -3,7 +3,7 @@ work and against a bare gRPC echo of the same message sizes (docs/performance.md
 
     hybridsearch hops ../shared/datasets/scifact --modes fast,balanced --queries 30 --calls 300
 
-1. **Capture.** The gateway's query path (gateway/query/search.py QueryPath) runs in this process over channels
+1. **Capture.** The gateway's query path (gateway/query/path.py QueryPath) runs in this process over channels
    to the running stack's services, every call recorded by a client interceptor: the internal RPCs of real
    answers, as the gateway makes them, with how many of each an answer makes.
 2. **Replay.** Each RPC's recorded requests are sent again one at a time, `calls` calls in all; the CPU of this
@@ -36,7 +36,7 @@ from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.query.deadline import Deadline
 from hybridsearch.gateway.query.report import Report
 from hybridsearch.gateway.query.request import plan_search
-from hybridsearch.gateway.query.search import QueryPath
+from hybridsearch.gateway.query.path import QueryPath
 from hybridsearch.reranker.client import RerankerClient
 from hybridsearch.runtime.server import internal_channel
 from hybridsearch.tools.perf.hop import against_server

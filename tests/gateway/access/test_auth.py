@@ -9,8 +9,16 @@ import pytest
 
 from hybridsearch.security.apikeys import AuthError, KeyStore, create_key, parse_entry
 from hybridsearch.gateway.access.auth import ApiKeyInterceptor, authorization, refusal
+from hybridsearch.config.settings import Settings
+from hybridsearch.gateway.query.request import plan_search
 from hybridsearch.gateway.query.paging import PageTokens, request_digest
 from hybridsearch.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
+
+
+def digest(request: search_pb2.SearchRequest) -> str:
+    """The page digest of a request as the gateway makes it: over the collections its plan names."""
+    shape = search_pb2.SearchRequest(query=request.query, collection=request.collection, collections=request.collections)
+    return request_digest(request, plan_search(shape, Settings()).requested)
 
 DENIED, UNAUTH, INVALID = (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED,
                            grpc.StatusCode.INVALID_ARGUMENT)
@@ -105,7 +113,7 @@ async def test_the_bug_request_is_refused_before_the_servicer(gateway):
 
 
 async def test_another_tenants_page_token_is_refused(gateway):
-    b_token = PageTokens(b"k" * 32, 600).issue("o", 10, request_digest(
+    b_token = PageTokens(b"k" * 32, 600).issue("o", 10, digest(
         search_pb2.SearchRequest(query="q", collection="pb-secret")))
     request = search_pb2.SearchRequest(query="q", collection="pa-docs", page_token=b_token)
     code, details = await refused(gateway["search"].Search(request, metadata=bearer(gateway["a"]), timeout=10))

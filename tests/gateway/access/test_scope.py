@@ -12,11 +12,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import hybridsearch.v1
-from hybridsearch.contract.validation import InvalidArgument
+from hybridsearch.contract.errors import InvalidArgument
 from hybridsearch.gateway.access.auth import METHOD_OPERATIONS, PUBLIC_SERVICES
+from hybridsearch.config.settings import Settings
+from hybridsearch.gateway.query.request import plan_search
 from hybridsearch.gateway.query.paging import PageTokens, request_digest
 from hybridsearch.gateway.access.scope import SCOPE, Naming, Unscoped, collections_of, uncovered_fields
 from hybridsearch.v1 import aliases_pb2, collections_pb2, common_pb2, ingest_pb2, search_pb2, snapshots_pb2
+
+
+def digest(request: search_pb2.SearchRequest) -> str:
+    """The page digest of a request as the gateway makes it: over the collections its plan names."""
+    shape = search_pb2.SearchRequest(query=request.query, collection=request.collection, collections=request.collections)
+    return request_digest(request, plan_search(shape, Settings()).requested)
 
 
 def public_methods():
@@ -123,7 +131,7 @@ TOKENS = PageTokens(b"s" * 32, ttl_s=600)
 
 
 def token_of(**request) -> str:
-    return TOKENS.issue("order1", 10, request_digest(search_pb2.SearchRequest(query="q", **request)))
+    return TOKENS.issue("order1", 10, digest(search_pb2.SearchRequest(query="q", **request)))
 
 
 @pytest.mark.parametrize("request_, names", [

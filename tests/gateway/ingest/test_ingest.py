@@ -48,7 +48,7 @@ def test_empty_batch():
 
 def test_documents_are_validated_with_every_limit_named():
     from hybridsearch.contract.limits import MAX_TEXT_CHARS
-    from hybridsearch.contract.validation import InvalidArgument
+    from hybridsearch.contract.errors import InvalidArgument
     from hybridsearch.gateway.ingest.checks import validate_documents
 
     assert [d.id for d in validate_documents([SHORT, LONG, SHORT])] == ["short", "long"]
@@ -66,7 +66,7 @@ def test_documents_are_validated_with_every_limit_named():
 
 def test_a_batch_too_large_for_the_stores_is_refused_before_sending():
     from hybridsearch.contract.limits import STORE_UPSERT_BYTES
-    from hybridsearch.contract.validation import InvalidArgument
+    from hybridsearch.contract.errors import InvalidArgument
     from hybridsearch.gateway.ingest.checks import check_store_request
 
     # Metadata rides on every chunk: 7 KiB of it on each of ~1250 chunks of one-letter words is 9 MiB.
@@ -139,7 +139,7 @@ def test_a_reader_s_sections_become_the_chunks_with_their_own_fields():
 
 
 def test_sections_outside_the_text_or_out_of_order_are_refused():
-    from hybridsearch.contract.validation import InvalidArgument
+    from hybridsearch.contract.errors import InvalidArgument
     from hybridsearch.gateway.ingest.checks import validate_documents
 
     for sections in ([(0, 99)], [(5, 8), (2, 4)], [(3, 2)]):

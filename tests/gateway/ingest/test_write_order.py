@@ -13,7 +13,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from hybridsearch.storage.holds import Holds
-from hybridsearch.contract.validation import Refusal
+from hybridsearch.contract.errors import Refusal
 from hybridsearch.gateway.resources.aliases import Alias, Aliases, Generation
 from hybridsearch.gateway.ingest.write_order import DROP_HOLDER, WriteOrder, epoch_key
 from stacks import scratch_redis

@@ -1,9 +1,11 @@
 """Metadata boosts and demotions (gateway.query.boosts): at fusion, and after rerank capped at 1.0."""
 
+import math
+
 import pytest
 
 from hybridsearch.config.collections import MetadataBoost
-from hybridsearch.gateway.query.boosts import FUSION, RERANK, boost_final, boost_fused, matching
+from hybridsearch.gateway.query.boosts import FUSION, RERANK, answer_boosts, boost_fused, factors, matching
 from hybridsearch.v1 import common_pb2, fusion_pb2, ingest_pb2, search_pb2
 
 DECISION = MetadataBoost(field="type", value="decision", fusion=1.3, rerank=1.25)
@@ -44,18 +46,29 @@ def test_no_boosts_or_no_match_changes_nothing():
 def test_rerank_boosts_apply_to_reranked_hits_capped_at_one():
     finals = {0: 0.9, 1: 0.85, 2: 0.8, 3: 0.1}
     chunks = list(META)
-    order, applied = boost_final(finals, [0, 1, 2, 3], {0: 0.9, 1: 0.8, 2: 0.7}, lambda i: META[chunks[i]],
-                                 lambda i: chunks[i][0], [DECISION, DONE], "notes")
+    boosts = answer_boosts(finals, [0, 1, 2, 3], {0: 0.9, 1: 0.8, 2: 0.7}, lambda i: ("notes", [DECISION, DONE]),
+                           lambda i: META[chunks[i]], lambda i: chunks[i][0])
     assert finals[1] == 1.0  # 0.85 x 1.25 capped
-    assert {a.collection for a in applied} == {"notes"}
+    assert {a.collection for a in boosts.applied} == {"notes"}
     assert finals[2] == pytest.approx(0.56) and finals[3] == 0.1  # not reranked: untouched
-    assert order == [1, 0, 2, 3]
-    assert [(a.doc_id, a.stage, round(a.factor, 4)) for a in applied] == [("b", RERANK, 1.25), ("c", RERANK, 0.7)]
+    assert boosts.order == [1, 0, 2, 3]
+    assert [(a.doc_id, a.stage, round(a.factor, 4)) for a in boosts.applied] == [("b", RERANK, 1.25), ("c", RERANK, 0.7)]
+    # what the calibrated scores take: every hit's fusion-stage product, the reranked ones' rerank-stage factors
+    assert boosts.fusion == {i: math.prod(factors(META[c], [DECISION, DONE], FUSION)) for i, c in enumerate(chunks)}
+    assert boosts.rerank == {i: factors(META[chunks[i]], [DECISION, DONE], RERANK) for i in (0, 1, 2)}
+
+
+def test_a_collection_without_boosts_is_left_as_it_was():
+    finals = {0: 0.9, 1: 0.85}
+    boosts = answer_boosts(finals, [1, 0], {0: 0.9, 1: 0.8}, lambda i: ("plain", []), lambda i: {"type": "decision"}, str)
+    assert (boosts.order, boosts.applied, boosts.fusion, boosts.rerank) == ([1, 0], [], {}, {})
+    assert finals == {0: 0.9, 1: 0.85}
 
 
 def test_without_rerank_the_order_stays():
     finals = {0: 1.0, 1: 0.5}
-    assert boost_final(finals, [0, 1], {}, lambda i: {"type": "decision"}, str, [DECISION]) == ([0, 1], [])
+    boosts = answer_boosts(finals, [0, 1], {}, lambda i: ("notes", [DECISION]), lambda i: {"type": "decision"}, str)
+    assert (boosts.order, boosts.applied, boosts.rerank) == ([0, 1], [], {})
 
 
 # Through the gateway, on the real stack: collection "boosted" declares the two boosts above

@@ -3,7 +3,7 @@
 import pytest
 
 from hybridsearch.config.settings import Settings
-from hybridsearch.contract.validation import InvalidArgument
+from hybridsearch.contract.errors import InvalidArgument
 from hybridsearch.gateway.query.fanout import MERGE_RRF_K, content_key, key, merge, split_key
 from hybridsearch.gateway.query.request import MAX_COLLECTIONS, plan_search
 from hybridsearch.v1 import fusion_pb2, search_pb2
@@ -76,13 +76,13 @@ def run_fan_out(answers: dict[str, bool]):
 
     from hybridsearch.gateway.query.fanout import fan_out
     from hybridsearch.gateway.query.pool import Pool
-    from hybridsearch.gateway.query.report import FAILED, OK, Report
+    from hybridsearch.gateway.query.report import FAILED, OK, LegStatus, Report
 
     async def retrieve(part, report):
         if not answers[part.collection]:
-            report.leg("bm25", FAILED, "UNAVAILABLE: down")
+            report.legs["bm25"] = LegStatus(name="bm25", state=FAILED, reason="UNAVAILABLE: down")
             return None
-        report.leg("bm25", OK, "tantivy")
+        report.legs["bm25"] = LegStatus(name="bm25", state=OK, reason="tantivy")
         return hits(f"{part.collection}-doc#0"), Pool()
 
     plan = plan_search(search_pb2.SearchRequest(query="q", collections=list(answers)), settings())

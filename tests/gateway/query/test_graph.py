@@ -11,7 +11,7 @@ from hybridsearch.config.settings import Settings
 from hybridsearch.corpus import read_documents
 from hybridsearch.fusion.methods import FusionMethod, FusionParams, Item, Ranking, fuse
 from hybridsearch.gateway.query.graph import GraphLeg, keep_chunks, neighbours, seeds
-from hybridsearch.gateway.query.report import Report
+from hybridsearch.gateway.query.report import LegStatus, Report
 from hybridsearch.gateway.query.request import plan_search
 from hybridsearch.v1 import common_pb2, fusion_pb2, ingest_pb2, search_pb2, vector_pb2, vector_pb2_grpc
 
@@ -105,7 +105,7 @@ async def test_the_stage_is_skipped_when_off():
 
 async def test_a_failed_graph_call_adds_no_list_and_degrades():
     def failed(report):
-        report.leg("graph", FAILED, "deadline exceeded")
+        report.legs["graph"] = LegStatus(name="graph", state=FAILED, reason="deadline exceeded")
 
     out, report, calls = await stage(True, failed)
     assert out is None and len(calls) == 1 and report.degraded
@@ -114,7 +114,7 @@ async def test_a_failed_graph_call_adds_no_list_and_degrades():
 
 async def test_neighbours_come_back_with_chunks_kept():
     def answer(report):
-        report.leg("graph", OK, "qdrant-edge links")
+        report.legs["graph"] = LegStatus(name="graph", state=OK, reason="qdrant-edge links")
         return [common_pb2.RankedList(leg=GRAPH, hits=[
             common_pb2.LegHit(doc_id="b", chunk_id="b#0", rank=1), common_pb2.LegHit(doc_id="c", chunk_id="c#0", rank=2)])]
 

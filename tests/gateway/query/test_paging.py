@@ -10,14 +10,22 @@ import json
 
 import pytest
 
-from hybridsearch.contract.validation import InvalidArgument
+from hybridsearch.contract.errors import InvalidArgument
+from hybridsearch.config.settings import Settings
+from hybridsearch.gateway.query.request import plan_search
 from hybridsearch.gateway.query.paging import MAX_TOKEN_CHARS, PageTokens, request_digest, token_collections
 from hybridsearch.gateway.query.request import MAX_COLLECTIONS
 from hybridsearch.v1 import search_pb2
 
+
+def digest(request: search_pb2.SearchRequest) -> str:
+    """The page digest of a request as the gateway makes it: over the collections its plan names."""
+    shape = search_pb2.SearchRequest(query=request.query, collection=request.collection, collections=request.collections)
+    return request_digest(request, plan_search(shape, Settings()).requested)
+
 TOKENS = PageTokens(b"s" * 32, ttl_s=600)
 REQUEST = search_pb2.SearchRequest(query="rank fusion", collection="docs", top_k=10)
-DIGEST = request_digest(REQUEST)
+DIGEST = digest(REQUEST)
 
 
 def test_a_token_round_trips():
@@ -28,9 +36,9 @@ def test_a_token_round_trips():
 
 def test_the_next_page_of_the_same_query_has_the_same_digest():
     later = search_pb2.SearchRequest(query="rank fusion", collection="docs", top_k=20, page_token="x", offset=5)
-    assert request_digest(later) == DIGEST
-    assert request_digest(search_pb2.SearchRequest(query="rank fusion", collection="other")) != DIGEST
-    assert request_digest(search_pb2.SearchRequest(query="rank fusion", collection="docs", min_score=0.5)) != DIGEST
+    assert digest(later) == DIGEST
+    assert digest(search_pb2.SearchRequest(query="rank fusion", collection="other")) != DIGEST
+    assert digest(search_pb2.SearchRequest(query="rank fusion", collection="docs", min_score=0.5)) != DIGEST
 
 
 @pytest.mark.parametrize("mangle, message", [
@@ -61,7 +69,7 @@ def test_expired_token_says_so():
 
 def test_token_of_another_query_is_refused():
     token = TOKENS.issue("abc123", 10, DIGEST, now=1000.0)
-    other = request_digest(search_pb2.SearchRequest(query="vector search", collection="docs"))
+    other = digest(search_pb2.SearchRequest(query="vector search", collection="docs"))
     with pytest.raises(InvalidArgument, match="another query"):
         TOKENS.check(token, other, now=1001.0)
 
@@ -76,9 +84,9 @@ def test_a_token_names_the_collections_its_first_page_searched():
     assert TOKENS.check(token, DIGEST, now=1001.0).collections == ("docs",)
     assert token_collections(token) == ("docs",)  # without the secret
     several = search_pb2.SearchRequest(query="rank fusion", collections=["pa-docs", "pb-docs"])
-    assert token_collections(TOKENS.issue("abc123", 10, request_digest(several))) == ("pa-docs", "pb-docs")
+    assert token_collections(TOKENS.issue("abc123", 10, digest(several))) == ("pa-docs", "pb-docs")
     empty = search_pb2.SearchRequest(query="rank fusion")
-    assert token_collections(TOKENS.issue("abc123", 10, request_digest(empty))) == ("default",)
+    assert token_collections(TOKENS.issue("abc123", 10, digest(empty))) == ("default",)
 
 
 def test_a_later_pages_token_carries_the_collections_on():
@@ -92,9 +100,9 @@ def test_a_later_pages_token_carries_the_collections_on():
 def test_the_same_query_on_other_collections_is_another_query():
     mine = search_pb2.SearchRequest(query="rank fusion", collections=["pa-docs", "pb-docs"])
     reordered = search_pb2.SearchRequest(query="rank fusion", collections=["pb-docs", "pa-docs"])
-    token = TOKENS.issue("abc123", 10, request_digest(mine), now=1000.0)
+    token = TOKENS.issue("abc123", 10, digest(mine), now=1000.0)
     with pytest.raises(InvalidArgument, match="another query"):
-        TOKENS.check(token, request_digest(reordered), now=1001.0)
+        TOKENS.check(token, digest(reordered), now=1001.0)
 
 
 def test_unreadable_tokens_name_no_collection():
@@ -115,6 +123,6 @@ def test_a_token_of_version_1_is_refused_clearly():
 def test_a_token_of_the_most_and_longest_collections_fits():
     names = [f"{i}" + "c" * 62 for i in range(MAX_COLLECTIONS)]
     request = search_pb2.SearchRequest(query="rank fusion", collections=names)
-    token = TOKENS.issue("0" * 24, 990, request_digest(request), now=1e10)
+    token = TOKENS.issue("0" * 24, 990, digest(request), now=1e10)
     assert len(token) <= MAX_TOKEN_CHARS
-    assert TOKENS.check(token, request_digest(request), now=1e10).collections == tuple(names)
+    assert TOKENS.check(token, digest(request), now=1e10).collections == tuple(names)

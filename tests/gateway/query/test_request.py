@@ -1,7 +1,7 @@
 import pytest
 
 from hybridsearch.config.settings import Settings
-from hybridsearch.contract.validation import InvalidArgument
+from hybridsearch.contract.errors import InvalidArgument
 from hybridsearch.gateway.query.request import plan_search
 from hybridsearch.v1 import common_pb2, search_pb2
 

@@ -60,7 +60,7 @@ def test_triton_is_asked_only_when_the_request_leaves_it_open():
 @pytest.mark.parametrize("cfg", [CFG, CFG.model_copy(update={"in_balanced": True, "allow_untrained": True})])
 @pytest.mark.parametrize("model", [TRAINED_CPU, TRAINED_GPU, UNTRAINED])
 def test_pool_bound_covers_every_decision(requested, effort, cfg, model):
-    """What texts.text_depth reads before Triton is asked: never less than the pool decided afterwards."""
+    """What rerank_policy.text_depth reads before Triton is asked: never less than the pool decided afterwards."""
     decision = decide_rerank(requested, effort, cfg, model, "", 10_000)
     bound = pool_bound(requested, effort, cfg)
     assert decision.pool <= bound

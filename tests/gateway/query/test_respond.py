@@ -4,15 +4,17 @@ boosts at both stages, reranked or not."""
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
 from hybridsearch.config.settings import Settings
 from hybridsearch.fusion.service import fuse_proto
-from hybridsearch.gateway.query.boosts import FUSION, RERANK, capped, factors
-from hybridsearch.gateway.query.calibration import non_increasing, own_score, scale_of
-from hybridsearch.gateway.query.keys import key, split_key
-from hybridsearch.gateway.query.pool import MergedPool, Pool
+from hybridsearch.gateway.query.boosts import FUSION, RERANK, answer_boosts, factors
+from hybridsearch.gateway.query.calibration import capped, non_increasing, own_score, scale_of
+from hybridsearch.gateway.query.keys import key, placed, split_key
+from hybridsearch.gateway.query.fanout import MergedPool
+from hybridsearch.gateway.query.pool import Pool
 from hybridsearch.gateway.query.request import plan_search
 from hybridsearch.gateway.query.rerank import Reranked
 from hybridsearch.gateway.query.respond import Responder
@@ -85,6 +87,11 @@ def test_calibrated_gives_each_hit_its_per_hit_score(seed, collections, rerank_d
     rerank = {i: rng.random() for i in order[:rerank_depth]}
     reranked = Reranked(order=order, rerank=rerank)
     responder = Responder(SETTINGS.rerank, SETTINGS.bm25, StoredTexts(SETTINGS.query, SETTINGS.rerank, Sealer(SETTINGS), backends()))
-    got = responder.calibrated(plan, fused, reranked, order, pool)
+    place = placed(plan, fused)
+    parts = {c: plan.plan_of(c) for c, _ in plan.configs}
+    boosts = answer_boosts({i: 0.5 for i in order}, order, reranked.rerank,
+                           lambda i: (place(i)[0], parts[place(i)[0]].config.boosts),
+                           lambda i: pool.hit(fused[i].chunk_id).metadata, lambda i: fused[i].doc_id)
+    got = responder.calibrated(plan, fused, reranked, replace(boosts, order=order), pool, place, parts)
     assert list(got) == order
     assert got == per_hit(responder, plan, fused, reranked, order, pool)

@@ -7,7 +7,7 @@ import pytest
 from hybridsearch.config.settings import Settings
 from hybridsearch.storage.store_servicer import trim_texts
 from hybridsearch.gateway.query.request import SearchPlan
-from hybridsearch.gateway.query.texts import MARGIN, text_depth
+from hybridsearch.gateway.query.rerank_policy import MARGIN, text_depth
 from hybridsearch.fusion.params import FusionParams
 from hybridsearch.v1 import common_pb2
 

@@ -8,7 +8,8 @@ import asyncio
 import pytest
 import redis.asyncio as redis
 
-from hybridsearch.contract.validation import InvalidArgument, Refusal, check_collection, check_written_collection, split_generation
+from hybridsearch.contract.validation import check_collection, check_written_collection, split_generation
+from hybridsearch.contract.errors import InvalidArgument, Refusal
 from hybridsearch.gateway.resources.aliases import Alias, Aliases, Generation, Role, written_names
 from hybridsearch.gateway.resources.reindex import switched
 from stacks import scratch_redis

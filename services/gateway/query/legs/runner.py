@@ -9,7 +9,6 @@ fault, not the leg's: it is raised for the caller to hear.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 
@@ -17,54 +16,19 @@ import grpc
 
 from hybridsearch.config.search import QuerySettings, RerankSettings, ResilienceSettings
 from hybridsearch.gateway.query.legs.protocol import LegSettings
-from hybridsearch.contract.validation import InvalidArgument
+from hybridsearch.contract.errors import InvalidArgument
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.breakers import Breakers
-from hybridsearch.gateway.query.deadline import CALL_ERRORS, Deadline, Straggler, reason
+from hybridsearch.gateway.query.deadline import CALL_ERRORS, Deadline, reason
+from hybridsearch.gateway.query.legs.stragglers import Stragglers
 from hybridsearch.gateway.query.legs.protocol import RetrievalLeg
 from hybridsearch.gateway.query.observed import observed
-from hybridsearch.gateway.query.report import FAILED, OK, Report
+from hybridsearch.gateway.query.report import FAILED, OK, LegStatus, Report, StageTiming
 from hybridsearch.gateway.query.request import SearchPlan
-from hybridsearch.gateway.query.texts import text_depth
+from hybridsearch.gateway.query.rerank_policy import text_depth
 from hybridsearch.v1 import common_pb2
 
 log = logging.getLogger(__name__)
-
-
-class Stragglers:
-    """One round's cut-off for a late call: armed by the first call of the round that answers, it gives the
-    others max(grace_s, factor x that first call's time) more. A round is the calls that start together
-    (the original queries of every leg; later, the variant queries), so each is judged against its like."""
-
-    def __init__(self, grace_s: float, factor: float) -> None:
-        self.grace_s, self.factor = grace_s, factor
-        self.started = time.perf_counter()
-        self.first = asyncio.Event()
-        self.first_s = 0.0
-        self.cutoff = asyncio.ensure_future(self._cutoff())
-
-    def answered(self) -> None:
-        if not self.first.is_set():
-            self.first_s = time.perf_counter() - self.started
-            self.first.set()
-
-    async def _cutoff(self) -> float:
-        await self.first.wait()
-        grace = max(self.grace_s, self.factor * self.first_s)
-        await asyncio.sleep(grace)
-        return grace
-
-    async def call(self, call):
-        """The call's answer, unless the cut-off comes first: then the call is cancelled and Straggler raised."""
-        task = asyncio.ensure_future(call)
-        done, _ = await asyncio.wait({task, self.cutoff}, return_when=asyncio.FIRST_COMPLETED)
-        if task in done:
-            return task.result()
-        task.cancel()
-        raise Straggler(f"late: no answer {self.cutoff.result():.2f}s after the first of its round answered")
-
-    def close(self) -> None:
-        self.cutoff.cancel()
 
 
 class LegRunner:
@@ -80,6 +44,7 @@ class LegRunner:
     async def run(self, leg: RetrievalLeg, plan: SearchPlan, queries: list[common_pb2.LegQuery], deadline: Deadline,
                   report: Report, *, variants: bool = False,
                   stragglers: Stragglers | None = None) -> list[common_pb2.RankedList] | None:
+        weights = kind_weights(plan)
         base = common_pb2.LegSearchRequest(collection=plan.store_name, queries=queries, limit=self.cfg.leg_depth,
                                            filters=plan.filters, metadata_fields=plan.metadata_fields,
                                            text_depth=text_depth(plan, self.cfg, self.rerank))
@@ -95,32 +60,31 @@ class LegRunner:
                 if isinstance(err, grpc.aio.AioRpcError) and err.code() == grpc.StatusCode.INVALID_ARGUMENT:
                     raise InvalidArgument(f"{leg.name}: {err.details()}") from err
                 if variants:
-                    report.notice(f"{leg.name} variant queries failed: {reason(err)}")
+                    report.notices.append(f"{leg.name} variant queries failed: {reason(err)}")
                 else:
-                    report.leg(leg.name, FAILED, reason(err))
+                    report.legs[leg.name] = LegStatus(name=leg.name, state=FAILED, reason=reason(err))
                     log.warning("%s leg failed: %s", leg.name, reason(err))
                 return None
         if stragglers is not None:
             stragglers.answered()
         # The call as the gateway saw it, then the service's own parts: the difference is the hop.
         took = time.perf_counter() - called
-        report.note(f"leg.{stage}", took * 1000)
-        for part, ms in sorted(response.timings_ms.items()):
-            report.note(f"leg.{stage}.{part}", ms)
+        report.timings.append(StageTiming(stage=f"leg.{stage}", ms=took * 1000))
+        report.timings += [StageTiming(stage=f"leg.{stage}.{part}", ms=ms) for part, ms in sorted(response.timings_ms.items())]
         for rl in response.lists:
-            rl.weight = kind_weight(plan, rl.kind)
+            rl.weight = weights.get(rl.kind, 1.0)
         if not variants:
             late = f"; late: {took * 1000:.0f} ms" if took > self.resilience.leg_late_s else ""
-            report.leg(leg.name, OK, response.engine + late)
+            report.legs[leg.name] = LegStatus(name=leg.name, state=OK, reason=response.engine + late)
         return list(response.lists)
 
 
-def kind_weight(plan: SearchPlan, kind: int) -> float:
-    """A list's fusion weight by the kind of query that made it (the leg's weight is fusion's to apply)."""
-    weights = {
+def kind_weights(plan: SearchPlan) -> dict[int, float]:
+    """A list's fusion weight by the kind of query that made it (the leg's weight is fusion's to apply); 1 for
+    any other kind."""
+    return {
         common_pb2.QUERY_KIND_LEXICAL_VARIANT: plan.fusion.variant_weight,
         common_pb2.QUERY_KIND_SEMANTIC_VARIANT: plan.fusion.variant_weight,
         common_pb2.QUERY_KIND_HYDE: plan.fusion.hyde_weight,
         common_pb2.QUERY_KIND_FEEDBACK: plan.fusion.feedback_weight,
     }
-    return weights.get(kind, 1.0)

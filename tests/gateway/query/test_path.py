@@ -1,4 +1,4 @@
-"""The query path's orchestration without a stack: gateway.query.search.QueryPath over in-process stand-ins of
+"""The query path's orchestration without a stack: gateway.query.path.QueryPath over in-process stand-ins of
 the leg services, expansion, fusion and Triton. Each rule of the path, one test: a failed leg degrades,
 no leg answering is no answer, a late leg is cut and reported (each round judged against its like), a
 failed fusion service falls back in-process, a failed reranker leaves the fused order, a deadline that
@@ -48,7 +48,7 @@ async def test_no_leg_answering_is_no_answer():
 
 
 async def test_a_leg_that_reports_invalid_argument_is_the_requests_fault():
-    from hybridsearch.contract.validation import InvalidArgument
+    from hybridsearch.contract.errors import InvalidArgument
     with pytest.raises(InvalidArgument, match="bm25: bad filter"):
         await run(backends(bm25=Call(error=rpc_error(grpc.StatusCode.INVALID_ARGUMENT, "bad filter"))), effort=FAST)
 
