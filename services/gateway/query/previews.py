@@ -34,6 +34,7 @@ class Preview:
     highlights: list[tuple[int, int]] = field(default_factory=list)  # into snippet
     complete: bool = False  # the snippet is the whole text (nothing cut)
     window: tuple[int, int] = (0, 0)  # what the snippet shows of the text, whitespace normalised: [start, end)
+    as_given: bool = False  # the text needed no normalising: `window` is in the text's own offsets too
 
     @property
     def marked(self) -> str:
@@ -102,11 +103,12 @@ def _best_window(spans: list[tuple[int, int]], length: int, width: int) -> int:
 
 def preview(query: str, text: str, analyzer: EnglishAnalyzer, width: int = SNIPPET_CHARS) -> Preview:
     """The densest `width`-character window of `text` for the query, cut at word boundaries, highlighted."""
-    text = " ".join(text.split())
+    normal = " ".join(text.split())
+    as_given, text = normal == text, normal
     terms = query_terms(query, analyzer)
     spans = term_spans(text, terms, analyzer)
     if len(text) <= width:
-        return Preview(text, spans, complete=True, window=(0, len(text)))
+        return Preview(text, spans, complete=True, window=(0, len(text)), as_given=as_given)
     start = _best_window(spans, len(text), width) if spans else 0
     if start:
         start = text.rfind(" ", 0, start) + 1
@@ -118,7 +120,7 @@ def preview(query: str, text: str, analyzer: EnglishAnalyzer, width: int = SNIPP
     prefix = "…" if start else ""
     shift = len(prefix) - start
     inside = [(s + shift, e + shift) for s, e in spans if s >= start and e <= start + len(body)]
-    return Preview(prefix + body + "…", inside, complete=False, window=(start, start + len(body)))
+    return Preview(prefix + body + "…", inside, complete=False, window=(start, start + len(body)), as_given=as_given)
 
 
 def source_span(text: str, start: int, end: int) -> tuple[int, int]:
@@ -176,7 +178,8 @@ def show(hit: search_pb2.SearchHit, query: str, text: str, analyzer: EnglishAnal
         describe(hit, chunk, fields)
         if chunk.HasField("span"):
             hit.citation.chunk.CopyFrom(chunk.span)
-            start, end = source_span(text, *shown.window)
+            # the window in the text's own offsets (walking its words only where whitespace was normalised)
+            start, end = shown.window if shown.as_given else source_span(text, *shown.window)
             hit.citation.snippet.start, hit.citation.snippet.end = start, end
     hit.snippet, hit.marked_snippet, hit.complete = shown.snippet, shown.marked, shown.complete
     hit.highlights.extend(search_pb2.Highlight(start=a, end=b) for a, b in shown.highlights)

@@ -122,3 +122,17 @@ def test_a_window_of_the_normalised_text_maps_onto_the_same_words_of_the_source(
 def test_a_text_of_single_spaces_maps_onto_itself():
     assert source_span("one two three", 4, 7) == (4, 7)
     assert source_span("  one\n\ntwo   three\n", 4, 13) == (7, 18)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["fusion", "ranked", "lists", "of", "the", "scores", "énorme", "a", "x" * 40]),
+                min_size=1, max_size=120),
+       st.sampled_from(["", "\n", "  ", "\t"]))
+def test_a_text_as_given_cites_its_window_as_the_walk_over_its_words_does(words, gap):
+    """A text whose whitespace needs no normalising has its window in its own offsets (show cites it without walking
+    its words); one that needs it is walked (source_span)."""
+    text = " ".join(words) + gap
+    shown = preview("fusion of ranked lists", text, ANALYZER)
+    assert shown.as_given == (gap == "")
+    if shown.as_given:
+        assert source_span(text, *shown.window) == shown.window
