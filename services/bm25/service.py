@@ -49,7 +49,7 @@ def build_engine(settings: Settings) -> LexicalEngine:
 
         return TantivyBm25Engine(settings.data_dir / "bm25-tantivy", cfg.stemmer, cfg.stopwords, cfg.title_boost,
                                  language_of=language_of, fields_of=fields_of,
-                                 hashed_of=partial(declared_hashed, settings))
+                                 hashed_of=partial(declared_hashed, settings), payload_cache=cfg.payload_cache)
     if cfg.engine == "bm25s":
         with_fields = sorted(name for name, c in settings.collections.items() if c.fields)
         if with_fields:

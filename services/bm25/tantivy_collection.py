@@ -8,8 +8,9 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import orjson
@@ -75,7 +76,7 @@ class TantivyCollection:
     """One tantivy index on disk, its single writer and a reader reloaded after every commit."""
 
     def __init__(self, path: Path, analyzer: Analyzer, title_boost: float, fields: dict[str, float],
-                 language: str = "en") -> None:
+                 language: str = "en", payload_cache: int = 0) -> None:
         path.mkdir(parents=True, exist_ok=True)
         self.schema = _schema(sorted(fields))
         try:
@@ -93,6 +94,11 @@ class TantivyCollection:
         self.language = language  # the collection's own: recorded, else declared (stats show it)
         self.lock = threading.Lock()  # one writer; searches never take it
         self.closed = False  # closed by a drop: its writer is gone, a write that still reaches it fails
+        # Parsed payloads of the reader's documents by (segment, document): a searcher's addresses name immutable
+        # segment files, so an entry holds until the reader reloads (a write), which starts a new cache. Taken
+        # before the searcher (`_reader`): a search that meets a reload fills the cache it took, now let go.
+        self.payload_cache = payload_cache
+        self._payloads: dict[tuple[int, int], dict] = {}
 
     # --- reads ---------------------------------------------------------------------------------------
 
@@ -152,7 +158,7 @@ class TantivyCollection:
                fuzzy: bool = False, text_depth: int = 0) -> list[list[common_pb2.LegHit]]:
         """One list per query; hits ranked below `text_depth` (> 0) without their title and text (the gateway reads
         the few it shows from the store), as store_servicer.trim_texts would leave them, not built to be cleared."""
-        searcher = self.index.searcher()
+        payloads, searcher = self._reader()
         restrict = self._filter(filters)
         lists = []
         for query in queries:
@@ -166,7 +172,7 @@ class TantivyCollection:
             hits = []
             depth = text_depth or limit
             for rank, (score, addr) in enumerate(result.hits, 1):
-                p = _payload(searcher, addr)
+                p = payloads(addr)
                 # below the text depth no title or text; its span still (LegHit.span is kept below text_depth)
                 content = content_of(p, heading=False) if rank <= depth else {}
                 hits.append(common_pb2.LegHit(chunk_id=p["chunk_id"], doc_id=p["doc_id"], score=score / LUCENE7_FACTOR,
@@ -175,6 +181,28 @@ class TantivyCollection:
                                               span=span_of(p)))
             lists.append(hits)
         return lists
+
+    def _reader(self) -> tuple[Callable[[tantivy.DocAddress], dict], tantivy.Searcher]:
+        """A searcher and its payload reader: through this reader's cache (Bm25Settings.payload_cache), or the
+        stored document parsed each time."""
+        cache = self._payloads  # before the searcher: a reload after this line leaves the entries in a cache let go
+        searcher = self.index.searcher()
+        if not self.payload_cache:
+            return partial(_payload, searcher), searcher
+
+        def payload(addr: tantivy.DocAddress) -> dict:
+            key = (addr.segment_ord, addr.doc)
+            if (found := cache.get(key)) is None:
+                if len(cache) >= self.payload_cache:
+                    cache.clear()  # bounded: a reader that has read more starts again
+                found = cache[key] = _payload(searcher, addr)
+            return found
+        return payload, searcher
+
+    def _reloaded(self) -> None:
+        """The reader after a commit, and a new payload cache for it (the old segment ordinals name others now)."""
+        self.index.reload()
+        self._payloads = {}
 
     def stats(self) -> tuple[int, int, dict[str, str]]:
         """(documents, chunks, details) from one searcher."""
@@ -291,7 +319,7 @@ class TantivyCollection:
             self.writer.rollback()
             raise
         if changed:
-            self.index.reload()
+            self._reloaded()
         return results
 
     def capture(self, path: Path, folder: Path) -> None:

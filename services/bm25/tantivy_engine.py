@@ -73,8 +73,9 @@ class TantivyBm25Engine(FolderCollections):
 
     def __init__(self, root: Path, stemmer: str = "porter", stopwords: str = "en_plus", title_boost: float = 0.0,
                  language_of=None, fields_of: Callable[[str], dict[str, float]] = lambda collection: {},
-                 hashed_of: Callable[[str], bool] | None = None) -> None:
+                 hashed_of: Callable[[str], bool] | None = None, payload_cache: int = 0) -> None:
         self.root = root
+        self.payload_cache = payload_cache  # parsed payloads each collection keeps (Bm25Settings.payload_cache)
         # language_of: collection -> its CollectionConfig.language (English when not given); hashed_of:
         # collection -> whether its terms come hashed (sealed_terms: hashed; indexed as they come).
         self.analyzers = Analyzers(stemmer, stopwords, language_of, hashed_of)
@@ -106,7 +107,7 @@ class TantivyBm25Engine(FolderCollections):
             language = (read_record(path) or {}).get("language")
             opened = self._collections[name] = TantivyCollection(
                 path, self.analyzers.for_collection(name, language), self.title_boost, self.fields_of(name),
-                language or self.analyzers.declared(name))
+                language or self.analyzers.declared(name), self.payload_cache)
             return opened, created
 
     async def create(self, collection: str, language: str) -> tuple[bool, str]:

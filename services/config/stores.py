@@ -23,6 +23,10 @@ class Bm25Settings(BaseModel):
     stopwords: str = "en_plus"  # lucene (33 words) | en_plus (179 words, NLTK's list) | none
     # Extra weight of a separate title field on top of the flat title+text field.
     title_boost: float = 0.0
+    # engine=embedded: parsed stored payloads kept per collection for the ranking path (a hit's ids, metadata and
+    # span without reading and parsing its stored document again), by segment and document: segments never change,
+    # so an entry is good until the reader reloads after a write (bm25/tantivy_collection.py). 0: none.
+    payload_cache: int = Field(8192, ge=0)
     opensearch_url: str = "http://127.0.0.1:9200"
     # engine=opensearch (docs/opensearch.md): one index per collection, <prefix><collection>.
     opensearch_index_prefix: str = "hybridsearch-"
@@ -111,6 +115,10 @@ class VectorSettings(BaseModel):
     # store build again (HNSW, segment merges, vacuum) once writes pause; until then they are searched by
     # scan. The build stops the vector service's searches while it runs (vector/edge.py).
     edge_index_backlog: int = Field(20_000, ge=1)
+    # engine=embedded: payloads kept per open collection by point for the ranking path (a search reads its hits'
+    # ids, scores and vectors from the shard and their payloads from here, the shard only for those not kept); a
+    # write to the collection starts its cache anew (vector/edge.py). ~3 KB an entry; 0: none.
+    payload_cache: int = Field(8192, ge=0)
     # Query vectors kept by text (vector/query_cache.py; docs/performance.md): an in-process LRU of this
     # many vectors per vector replica (0 turns it off; ~1.6 KB each with MiniLM), then a level in Redis
     # shared by the replicas. Redis is asked with a short timeout, and is skipped for a while after a

@@ -34,6 +34,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import qdrant_edge as qe
@@ -58,6 +59,15 @@ log = logging.getLogger(__name__)
 CONFIG_FILE = "edge_config.json"  # what EdgeShard.create writes: its presence means the shard exists
 
 
+class Scored(NamedTuple):
+    """A hit of a search whose payload came from the payload cache: the fields of qe.ScoredPoint its callers read."""
+
+    id: str
+    score: float
+    payload: dict
+    vector: list | None = None
+
+
 class EdgeStore(ChunkPointStore):
     """Shards under `path`, opened on first use and kept open until `close`, each with its VectorSpace."""
 
@@ -79,6 +89,10 @@ class EdgeStore(ChunkPointStore):
         self._backlog: dict[str, int] = {}
         self._last_write: dict[str, float] = {}
         self._maintenance: dict[str, asyncio.Task] = {}
+        # Per collection: payloads by point id (VectorSettings.payload_cache), a new dict after every write
+        # (_written): a search takes its collection's dict before it queries, so one that meets a write fills a
+        # dict let go, never the one later searches read.
+        self._kept: dict[str, dict[str, dict]] = {}
 
     def _path(self, collection: str) -> Path:
         return self.root / check_collection(collection)  # the name becomes a directory: validated here too
@@ -178,6 +192,7 @@ class EdgeStore(ChunkPointStore):
             await asyncio.to_thread(shutil.rmtree, path, True)
             self._backlog.pop(collection, None)
             self._last_write.pop(collection, None)
+            self._kept.pop(collection, None)
         return existed
 
     async def capture(self, collection: str, folder: Path) -> bool:
@@ -276,15 +291,38 @@ class EdgeStore(ChunkPointStore):
             return [[] for _ in vectors]
         flt = edge_filter(qdrant_filter(filters, within))
         params = edge_search_params(await self.params_of(collection))
+        cached = bool(self.cfg.payload_cache) and not with_vectors
+        kept = self._kept.setdefault(collection, {}) if cached else {}  # before the query: see _kept
         batch = qe.QueryBatchRequest([
             qe.QueryRequest(limit=limit, query=qe.Query.Nearest(v.tolist()), filter=flt,
-                            params=params, with_payload=True, with_vector=with_vectors)
+                            params=params, with_payload=not cached, with_vector=with_vectors)
             for v in vectors
         ])
-        return await asyncio.to_thread(shard.query_batch, batch)
+        if not cached:
+            return await asyncio.to_thread(shard.query_batch, batch)
+        return await asyncio.to_thread(self._with_payloads, shard, batch, kept)
+
+    def _with_payloads(self, shard: qe.EdgeShard, batch: qe.QueryBatchRequest,
+                       kept: dict[str, dict]) -> list[list[Scored]]:
+        """The batch's hits with their payloads from `kept`, those not kept read from the shard in one retrieve
+        (a point deleted between the two reads is left out: it is gone)."""
+        results = shard.query_batch(batch)
+        wanted = {p.id for points in results for p in points}
+        have = {i: kept[i] for i in wanted if i in kept}
+        if missing := [i for i in wanted if i not in have]:
+            read = {r.id: r.payload for r in shard.retrieve(missing, True, False)}
+            have |= read
+            if len(kept) + len(read) > self.cfg.payload_cache:
+                kept.clear()  # bounded: a collection that has read more starts again
+            if len(read) <= self.cfg.payload_cache:
+                kept |= read
+        return [[Scored(p.id, p.score, payload) for p in points if (payload := have.get(p.id)) is not None]
+                for points in results]
 
     def _written(self, collection: str, points: int) -> None:
-        """Counts points toward the next index build and makes sure a maintenance task is pending."""
+        """Counts points toward the next index build and makes sure a maintenance task is pending; the
+        collection's payload cache starts anew."""
+        self._kept.pop(collection, None)
         self._backlog[collection] = self._backlog.get(collection, 0) + points
         self._last_write[collection] = time.monotonic()
         task = self._maintenance.get(collection)

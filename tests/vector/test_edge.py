@@ -304,3 +304,44 @@ def test_edge_filter_translates_every_condition_the_adapter_sends():
     (first,) = edge_filter(FIRST_CHUNKS).must
     assert (first.key, first.match.value) == ("position", 0)
     assert edge_filter(qdrant_filter([])) is None
+
+
+def found(results) -> list[list[tuple]]:
+    return [[(p.payload["doc_id"], round(p.score, 6), p.payload["text"], dict(p.payload["meta"])) for p in hits]
+            for hits in results]
+
+
+@pytest.mark.parametrize("cache", [3, 8192])
+async def test_searches_answer_the_same_through_the_payload_cache(tmp_path, cache):
+    """VectorSettings.payload_cache: the ids, scores and payloads of a search are the shard's, cached or not (a cache
+    smaller than one answer too), and the cache stays within its bound."""
+    vectors, queries = unit_rows(300), unit_rows(6, seed=3)
+    plain = EdgeStore(path=tmp_path / "off", dim=DIM, settings=PRODUCTION.model_copy(update={"payload_cache": 0}))
+    kept = EdgeStore(path=tmp_path / "on", dim=DIM, settings=PRODUCTION.model_copy(update={"payload_cache": cache}))
+    for store in (plain, kept):
+        await store.write("docs", chunks_for(0, 300), vectors)
+    for _ in range(3):  # the later rounds from the cache
+        for flt in ([], lang("de")):
+            assert found(await kept.search("docs", queries, 20, flt)) == found(await plain.search("docs", queries, 20, flt))
+    assert len(kept._kept["docs"]) <= cache
+    await plain.close()
+    await kept.close()
+
+
+async def test_a_write_is_read_at_once_not_its_cached_payload(tmp_path):
+    vectors, queries = unit_rows(300), unit_rows(4, seed=5)
+    store = EdgeStore(path=tmp_path, dim=DIM, settings=PRODUCTION)
+    await store.write("docs", chunks_for(0, 300), vectors)
+    before = await store.search("docs", queries, 30, [])
+    shown = sorted({p.payload["doc_id"] for hits in before for p in hits})
+    assert store._kept["docs"]  # kept
+    rewritten = [common_pb2.Chunk(chunk_id=f"{d}#0", doc_id=d, position=0, title="new", text=f"rewritten {d}",
+                                  content_hash="h2", metadata={"lang": "xx"}) for d in shown[:5]]
+    await store.write("docs", rewritten, vectors[[int(d[1:]) for d in shown[:5]]])
+    await store.delete("docs", shown[5:8])
+    after = await store.search("docs", queries, 30, [])
+    payloads = {p.payload["doc_id"]: p.payload for hits in after for p in hits}
+    assert not set(shown[5:8]) & set(payloads)  # deleted: gone at once
+    assert all(payloads[d]["text"] == f"rewritten {d}" and payloads[d]["meta"] == {"lang": "xx"}
+               for d in shown[:5] if d in payloads) and set(shown[:5]) & set(payloads)
+    await store.close()
