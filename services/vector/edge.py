@@ -33,6 +33,7 @@ import logging
 import os
 import shutil
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -68,6 +69,20 @@ class Scored(NamedTuple):
     vector: list | None = None
 
 
+# The payload cache reads the hits' payloads in the query itself while more than this share of a search's hits is not
+# kept (a cold cache: a second read of the missing ones would cost more than it saves), from the cache below it.
+COLD_MISSES = 0.25
+MISS_WEIGHT = 0.2  # of the latest search in the running share of hits not kept
+
+
+@dataclass
+class KeptPayloads:
+    """A collection's payloads by point (VectorSettings.payload_cache), and the running share of hits it missed."""
+
+    payloads: dict[str, dict] = field(default_factory=dict)
+    missed: float = 1.0
+
+
 class EdgeStore(ChunkPointStore):
     """Shards under `path`, opened on first use and kept open until `close`, each with its VectorSpace."""
 
@@ -92,7 +107,7 @@ class EdgeStore(ChunkPointStore):
         # Per collection: payloads by point id (VectorSettings.payload_cache), a new dict after every write
         # (_written): a search takes its collection's dict before it queries, so one that meets a write fills a
         # dict let go, never the one later searches read.
-        self._kept: dict[str, dict[str, dict]] = {}
+        self._kept: dict[str, KeptPayloads] = {}
 
     def _path(self, collection: str) -> Path:
         return self.root / check_collection(collection)  # the name becomes a directory: validated here too
@@ -113,9 +128,9 @@ class EdgeStore(ChunkPointStore):
         else:
             shard = qe.EdgeShard.create(str(path), config)
         info = shard.info()
-        for field, schema in self._indexes.items():
-            if field not in info.payload_schema:  # building an index on a loaded shard is O(points): once
-                shard.update(qe.UpdateOperation.create_field_index(field, schema))
+        for indexed, schema in self._indexes.items():
+            if indexed not in info.payload_schema:  # building an index on a loaded shard is O(points): once
+                shard.update(qe.UpdateOperation.create_field_index(indexed, schema))
         return shard, space, max(0, info.points_count - info.indexed_vectors_count)
 
     async def _shard(self, collection: str, create: VectorSpace | None = None) -> qe.EdgeShard | None:
@@ -292,32 +307,43 @@ class EdgeStore(ChunkPointStore):
         flt = edge_filter(qdrant_filter(filters, within))
         params = edge_search_params(await self.params_of(collection))
         cached = bool(self.cfg.payload_cache) and not with_vectors
-        kept = self._kept.setdefault(collection, {}) if cached else {}  # before the query: see _kept
+        kept = self._kept.setdefault(collection, KeptPayloads()) if cached else None  # before the query: see _kept
+        cold = kept is None or kept.missed > COLD_MISSES  # most hits not kept: the query reads their payloads
         batch = qe.QueryBatchRequest([
             qe.QueryRequest(limit=limit, query=qe.Query.Nearest(v.tolist()), filter=flt,
-                            params=params, with_payload=not cached, with_vector=with_vectors)
+                            params=params, with_payload=cold, with_vector=with_vectors)
             for v in vectors
         ])
-        if not cached:
+        if kept is None:
             return await asyncio.to_thread(shard.query_batch, batch)
-        return await asyncio.to_thread(self._with_payloads, shard, batch, kept)
+        return await asyncio.to_thread(self._through_cache, shard, batch, kept, cold)
 
-    def _with_payloads(self, shard: qe.EdgeShard, batch: qe.QueryBatchRequest,
-                       kept: dict[str, dict]) -> list[list[Scored]]:
-        """The batch's hits with their payloads from `kept`, those not kept read from the shard in one retrieve
-        (a point deleted between the two reads is left out: it is gone)."""
+    def _through_cache(self, shard: qe.EdgeShard, batch: qe.QueryBatchRequest, kept: KeptPayloads,
+                       cold: bool) -> list[list[qe.ScoredPoint | Scored]]:
+        """The batch's hits with their payloads: read by the query itself while the cache is cold (and kept), else
+        from the cache, those not kept read from the shard in one retrieve (a point deleted between the two reads
+        is left out: it is gone)."""
         results = shard.query_batch(batch)
         wanted = {p.id for points in results for p in points}
-        have = {i: kept[i] for i in wanted if i in kept}
-        if missing := [i for i in wanted if i not in have]:
+        missing = [i for i in wanted if i not in kept.payloads]
+        kept.missed = (1 - MISS_WEIGHT) * kept.missed + MISS_WEIGHT * len(missing) / max(1, len(wanted))
+        if cold:
+            new = set(missing)
+            self._keep(kept, {p.id: p.payload for points in results for p in points if p.id in new})
+            return results
+        have = {i: kept.payloads[i] for i in wanted if i in kept.payloads}
+        if missing:
             read = {r.id: r.payload for r in shard.retrieve(missing, True, False)}
             have |= read
-            if len(kept) + len(read) > self.cfg.payload_cache:
-                kept.clear()  # bounded: a collection that has read more starts again
-            if len(read) <= self.cfg.payload_cache:
-                kept |= read
+            self._keep(kept, read)
         return [[Scored(p.id, p.score, payload) for p in points if (payload := have.get(p.id)) is not None]
                 for points in results]
+
+    def _keep(self, kept: KeptPayloads, read: dict[str, dict]) -> None:
+        if len(kept.payloads) + len(read) > self.cfg.payload_cache:
+            kept.payloads.clear()  # bounded: a collection that has read more starts again
+        if len(read) <= self.cfg.payload_cache:
+            kept.payloads |= read
 
     def _written(self, collection: str, points: int) -> None:
         """Counts points toward the next index build and makes sure a maintenance task is pending; the
