@@ -21,7 +21,7 @@ from hybridsearch.bm25.engine import field_name
 from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
 from hybridsearch.text.chunking import indexed_text
 from hybridsearch.storage.stores import (
-    COLLECTION_RECORD, EngineUnavailable, UpsertResult, SPAN, chunk_from_payload, chunks_by_document, content_of, picked_metadata, span_of,
+    COLLECTION_RECORD, BuiltHits, EngineUnavailable, UpsertResult, SPAN, chunk_from_payload, chunks_by_document, content_of, picked_metadata, span_of,
     span_payload, stored_content, unchanged_since,
 )
 from hybridsearch.v1 import common_pb2
@@ -45,6 +45,13 @@ def _schema(fields: list[str]) -> tantivy.Schema:
     builder.add_unsigned_field("position", indexed=True)
     builder.add_bytes_field("payload", stored=True)  # JSON: what a hit or a write check reads back
     return builder.build()
+
+
+def _hit(p: dict, score: float, rank: int, metadata_fields, content: bool) -> common_pb2.LegHit:
+    """A hit from its stored payload; without `content`, its title, text and sealed record left out."""
+    return common_pb2.LegHit(chunk_id=p["chunk_id"], doc_id=p["doc_id"], score=score, rank=rank,
+                             **(content_of(p, heading=False) if content else {}),
+                             metadata=picked_metadata(p.get("metadata", {}), metadata_fields), span=span_of(p))
 
 
 def _payload(searcher: tantivy.Searcher, addr: tantivy.DocAddress) -> dict:
@@ -99,6 +106,8 @@ class TantivyCollection:
         # before the searcher (`_reader`): a search that meets a reload fills the cache it took, now let go.
         self.payload_cache = payload_cache
         self._payloads: dict[tuple[int, int], dict] = {}
+        self.built = BuiltHits(2 * payload_cache, lambda p, fields, content: _hit(p, 0.0, 0, fields, content)) \
+            if payload_cache else None
 
     # --- reads ---------------------------------------------------------------------------------------
 
@@ -169,17 +178,16 @@ class TantivyCollection:
             if restrict:
                 scoring = tantivy.Query.boolean_query([(tantivy.Occur.Must, scoring), *restrict])
             result = searcher.search(scoring, limit, count=False)
-            hits = []
             depth = text_depth or limit
-            for rank, (score, addr) in enumerate(result.hits, 1):
-                p = payloads(addr)
-                # below the text depth no title or text; its span still (LegHit.span is kept below text_depth)
-                content = content_of(p, heading=False) if rank <= depth else {}
-                hits.append(common_pb2.LegHit(chunk_id=p["chunk_id"], doc_id=p["doc_id"], score=score / LUCENE7_FACTOR,
-                                              rank=rank, **content,
-                                              metadata=picked_metadata(p.get("metadata", {}), metadata_fields),
-                                              span=span_of(p)))
-            lists.append(hits)
+            if self.built is not None:  # payloads cached: each hit copied from the one built for its payload before
+                ranked, fields = common_pb2.RankedList(), tuple(metadata_fields)
+                for rank, (score, addr) in enumerate(result.hits, 1):
+                    self.built.add(ranked, payloads(addr), score / LUCENE7_FACTOR, rank, fields, rank <= depth)
+                lists.append(list(ranked.hits))
+                continue
+            # below the text depth no title or text; its span still (LegHit.span is kept below text_depth)
+            lists.append([_hit(payloads(addr), score / LUCENE7_FACTOR, rank, metadata_fields, rank <= depth)
+                          for rank, (score, addr) in enumerate(result.hits, 1)])
         return lists
 
     def _reader(self) -> tuple[Callable[[tantivy.DocAddress], dict], tantivy.Searcher]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -174,6 +174,31 @@ def span_of(p: dict) -> common_pb2.SourceSpan | None:
         return None
     start_char, end_char, start_line, end_line = values
     return common_pb2.SourceSpan(start_char=start_char, end_char=end_char, start_line=start_line, end_line=end_line)
+
+
+class BuiltHits:
+    """A LegHit per stored payload, built once and copied into each list that ranks it, with its score and rank:
+    building 100 from their payloads cost a search 0.4-0.7 ms, copying built ones a third of that. Keyed by the
+    payload object itself, which an engine's payload cache hands out until a write replaces it (bm25.payload_cache,
+    vector.payload_cache; an entry keeps its payload, so the key is never another's), the fields the request shows
+    and whether with its content; bounded (the engines keep twice their payload caches: a payload ranks with its
+    content near the top of one list and without it deeper in another)."""
+
+    def __init__(self, limit: int, build: Callable[[dict, tuple[str, ...], bool], common_pb2.LegHit]) -> None:
+        self.limit, self.build = limit, build
+        self._built: dict[tuple[int, tuple[str, ...], bool], tuple[dict, common_pb2.LegHit]] = {}
+
+    def add(self, ranked: common_pb2.RankedList, payload: dict, score: float, rank: int, fields: tuple[str, ...],
+            content: bool) -> None:
+        key = (id(payload), fields, content)
+        entry = self._built.get(key)
+        if entry is None or entry[0] is not payload:
+            if len(self._built) >= self.limit:
+                self._built.clear()
+            entry = self._built[key] = (payload, self.build(payload, fields, content))
+        hit = ranked.hits.add()
+        hit.CopyFrom(entry[1])
+        hit.score, hit.rank = score, rank
 
 
 def picked_metadata(meta: dict, fields) -> dict[str, str]:

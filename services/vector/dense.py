@@ -15,7 +15,7 @@ import numpy as np
 from hybridsearch.text.chunking import indexed_text
 from hybridsearch.config.settings import Settings
 from hybridsearch.config.collections import collection_config
-from hybridsearch.storage.stores import UpsertResult, content_of, picked_metadata, span_of
+from hybridsearch.storage.stores import BuiltHits, UpsertResult, content_of, picked_metadata, span_of
 from hybridsearch.text.tags import query_keywords
 from hybridsearch.runtime.models import ModelUnavailable
 from hybridsearch.contract.errors import InvalidArgument, Refusal
@@ -66,8 +66,12 @@ class VectorEngine:
         self._opening: dict[str, asyncio.Task] = {}  # embedder name -> its open in flight
         self._creating = asyncio.Lock()  # CreateCollection's look-then-create, one at a time
         self.store: ChunkPointStore
+        # Hits built once per cached payload (storage.stores.BuiltHits): where the store keeps payloads, none else.
+        self.built: BuiltHits | None = None
         if cfg.engine == "embedded":  # Qdrant's engine in-process: HNSW, payload indexes (vector/edge.py)
             self.store = EdgeStore(path=settings.data_dir / "qdrant-edge", dim=default.dim, settings=cfg)
+            if cfg.payload_cache:
+                self.built = BuiltHits(2 * cfg.payload_cache, lambda p, fields, content: _hit(p, 0.0, 0, fields, content))
         elif cfg.engine == "local":  # qdrant-client's local mode: exact scan in Python, for small collections
             self.store = QdrantStore(path=settings.data_dir / "qdrant", dim=default.dim, settings=cfg)
         elif cfg.engine == "qdrant":
@@ -216,7 +220,8 @@ class VectorEngine:
         vectors = await self.embed_queries(embedder, [q.text for q in queries], timings)
         embedded = time.perf_counter()
         results = await self.store.search(collection, vectors, limit, filters, with_vectors=feedback_docs > 0)
-        lists = [self._ranked(q.kind, q.text, points, metadata_fields, text_depth) for q, points in zip(queries, results)]
+        lists = [self._ranked(q.kind, q.text, points, metadata_fields, text_depth, self.built)
+                 for q, points in zip(queries, results)]
         if feedback_docs > 0 and results and results[0]:
             # Rocchio: move the original query toward the centroid of its top hits.
             top = np.array([p.vector for p in results[0][:feedback_docs]], dtype=np.float32)
@@ -224,7 +229,7 @@ class VectorEngine:
             fb /= np.linalg.norm(fb) or 1.0
             (fb_points,) = await self.store.search(collection, fb[None, :], limit, filters)
             lists.append(self._ranked(common_pb2.QUERY_KIND_FEEDBACK, f"rocchio({feedback_docs})", fb_points,
-                                      metadata_fields, text_depth))
+                                      metadata_fields, text_depth, self.built))
         timings["engine"] = (time.perf_counter() - embedded) * 1000
         return lists
 
@@ -263,14 +268,21 @@ class VectorEngine:
         return out
 
     @staticmethod
-    def _ranked(kind, text, points, metadata_fields=(), text_depth: int = 0) -> common_pb2.RankedList:
+    def _ranked(kind, text, points, metadata_fields=(), text_depth: int = 0,
+                built: BuiltHits | None = None) -> common_pb2.RankedList:
         """A LEG_VECTOR list; hits ranked below `text_depth` (> 0) without their content: building them with
-        it for trim_texts to clear again cost ~10% of a search's CPU outside the embedding."""
+        it for trim_texts to clear again cost ~10% of a search's CPU outside the embedding. With `built` (the
+        payload cache on), each hit copied from the one built for its payload before."""
         depth = text_depth or len(points)
-        return common_pb2.RankedList(
-            leg=common_pb2.LEG_VECTOR, kind=kind, query=text,
-            hits=[_hit(p.payload, float(p.score), r + 1, metadata_fields, r < depth) for r, p in enumerate(points)],
-        )
+        if built is None:
+            return common_pb2.RankedList(
+                leg=common_pb2.LEG_VECTOR, kind=kind, query=text,
+                hits=[_hit(p.payload, float(p.score), r + 1, metadata_fields, r < depth) for r, p in enumerate(points)])
+        out = common_pb2.RankedList(leg=common_pb2.LEG_VECTOR, kind=kind, query=text)
+        fields = tuple(metadata_fields)
+        for r, p in enumerate(points):
+            built.add(out, p.payload, float(p.score), r + 1, fields, r < depth)
+        return out
 
     async def close(self):
         for embedder in self._embedders.values():

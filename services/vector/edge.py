@@ -319,23 +319,24 @@ class EdgeStore(ChunkPointStore):
         return await asyncio.to_thread(self._through_cache, shard, batch, kept, cold)
 
     def _through_cache(self, shard: qe.EdgeShard, batch: qe.QueryBatchRequest, kept: KeptPayloads,
-                       cold: bool) -> list[list[qe.ScoredPoint | Scored]]:
-        """The batch's hits with their payloads: read by the query itself while the cache is cold (and kept), else
-        from the cache, those not kept read from the shard in one retrieve (a point deleted between the two reads
-        is left out: it is gone)."""
+                       cold: bool) -> list[list[Scored]]:
+        """The batch's hits with their payloads: those kept from the cache; the others read by the query itself while
+        the cache is cold, else from the shard in one retrieve (a point deleted between the two reads is left out: it
+        is gone); both then kept."""
         results = shard.query_batch(batch)
         wanted = {p.id for points in results for p in points}
-        missing = [i for i in wanted if i not in kept.payloads]
-        kept.missed = (1 - MISS_WEIGHT) * kept.missed + MISS_WEIGHT * len(missing) / max(1, len(wanted))
-        if cold:
-            new = set(missing)
-            self._keep(kept, {p.id: p.payload for points in results for p in points if p.id in new})
-            return results
         have = {i: kept.payloads[i] for i in wanted if i in kept.payloads}
+        missing = [i for i in wanted if i not in have]
+        kept.missed = (1 - MISS_WEIGHT) * kept.missed + MISS_WEIGHT * len(missing) / max(1, len(wanted))
         if missing:
-            read = {r.id: r.payload for r in shard.retrieve(missing, True, False)}
+            if cold:  # the query brought them
+                new = set(missing)
+                read = {p.id: p.payload for points in results for p in points if p.id in new}
+            else:
+                read = {r.id: r.payload for r in shard.retrieve(missing, True, False)}
             have |= read
             self._keep(kept, read)
+        # the kept payload objects themselves, cold or warm: what is built of one is reused (storage.stores.BuiltHits)
         return [[Scored(p.id, p.score, payload) for p in points if (payload := have.get(p.id)) is not None]
                 for points in results]
 
