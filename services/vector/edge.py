@@ -33,9 +33,7 @@ import logging
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import qdrant_edge as qe
@@ -44,6 +42,7 @@ from qdrant_client import models
 from hybridsearch.config.stores import VectorSettings
 from hybridsearch.storage.stores import CollectionExists, EngineUnavailable, read_record, write_record
 from hybridsearch.contract.validation import check_collection
+from hybridsearch.vector.kept_payloads import COLD_MISSES, KeptPayloads
 from hybridsearch.vector.store import ChunkPointStore
 from hybridsearch.vector.points import (
     SCROLL_PAGE,
@@ -58,29 +57,6 @@ from hybridsearch.vector.edge_models import edge_config, edge_enum, edge_filter,
 log = logging.getLogger(__name__)
 
 CONFIG_FILE = "edge_config.json"  # what EdgeShard.create writes: its presence means the shard exists
-
-
-class Scored(NamedTuple):
-    """A hit of a search whose payload came from the payload cache: the fields of qe.ScoredPoint its callers read."""
-
-    id: str
-    score: float
-    payload: dict
-    vector: list | None = None
-
-
-# The payload cache reads the hits' payloads in the query itself while more than this share of a search's hits is not
-# kept (a cold cache: a second read of the missing ones would cost more than it saves), from the cache below it.
-COLD_MISSES = 0.25
-MISS_WEIGHT = 0.2  # of the latest search in the running share of hits not kept
-
-
-@dataclass
-class KeptPayloads:
-    """A collection's payloads by point (VectorSettings.payload_cache), and the running share of hits it missed."""
-
-    payloads: dict[str, dict] = field(default_factory=dict)
-    missed: float = 1.0
 
 
 class EdgeStore(ChunkPointStore):
@@ -316,35 +292,7 @@ class EdgeStore(ChunkPointStore):
         ])
         if kept is None:
             return await asyncio.to_thread(shard.query_batch, batch)
-        return await asyncio.to_thread(self._through_cache, shard, batch, kept, cold)
-
-    def _through_cache(self, shard: qe.EdgeShard, batch: qe.QueryBatchRequest, kept: KeptPayloads,
-                       cold: bool) -> list[list[Scored]]:
-        """The batch's hits with their payloads: those kept from the cache; the others read by the query itself while
-        the cache is cold, else from the shard in one retrieve (a point deleted between the two reads is left out: it
-        is gone); both then kept."""
-        results = shard.query_batch(batch)
-        wanted = {p.id for points in results for p in points}
-        have = {i: kept.payloads[i] for i in wanted if i in kept.payloads}
-        missing = [i for i in wanted if i not in have]
-        kept.missed = (1 - MISS_WEIGHT) * kept.missed + MISS_WEIGHT * len(missing) / max(1, len(wanted))
-        if missing:
-            if cold:  # the query brought them
-                new = set(missing)
-                read = {p.id: p.payload for points in results for p in points if p.id in new}
-            else:
-                read = {r.id: r.payload for r in shard.retrieve(missing, True, False)}
-            have |= read
-            self._keep(kept, read)
-        # the kept payload objects themselves, cold or warm: what is built of one is reused (storage.stores.BuiltHits)
-        return [[Scored(p.id, p.score, payload) for p in points if (payload := have.get(p.id)) is not None]
-                for points in results]
-
-    def _keep(self, kept: KeptPayloads, read: dict[str, dict]) -> None:
-        if len(kept.payloads) + len(read) > self.cfg.payload_cache:
-            kept.payloads.clear()  # bounded: a collection that has read more starts again
-        if len(read) <= self.cfg.payload_cache:
-            kept.payloads |= read
+        return await asyncio.to_thread(kept.search, shard, batch, cold, self.cfg.payload_cache)
 
     def _written(self, collection: str, points: int) -> None:
         """Counts points toward the next index build and makes sure a maintenance task is pending; the

@@ -21,7 +21,8 @@ from hybridsearch.config.stores import VectorSettings
 from hybridsearch.storage.stores import EngineUnavailable
 from hybridsearch.v1 import common_pb2
 from hybridsearch.storage.stores import COLLECTION_RECORD as SPACE_FILE
-from hybridsearch.vector.edge import COLD_MISSES, EdgeStore
+from hybridsearch.vector.edge import EdgeStore
+from hybridsearch.vector.kept_payloads import COLD_MISSES
 from hybridsearch.vector.edge_models import FULL_SCAN_KB, edge_config, edge_filter, edge_search_params
 from hybridsearch.tools.perf.edge_bench import chunks_for, clustered_unit_vectors, exact_top_k, recall_at_k, row_of
 from hybridsearch.vector.points import FIRST_CHUNKS, VectorSpace, qdrant_filter, search_params
