@@ -49,3 +49,15 @@ def test_the_tests_mirror_the_packages():
     astray = sorted(str(f) for f in folders
                     if f.parts[0] not in NOT_A_PACKAGE and not (REPO / "services" / f / "__init__.py").exists())
     assert astray == []
+
+
+def test_no_module_is_over_400_lines():
+    """One job a module (issue 34): none of services/ over 400 lines, the generated stubs (services/v1) aside."""
+    long = {str(p.relative_to(REPO)): n for p in (REPO / "services").rglob("*.py")
+            if "v1" not in p.relative_to(REPO / "services").parts[:1] and (n := len(p.read_text().splitlines())) > 400}
+    assert long == {}
+
+
+def test_the_gateway_keeps_its_rooms():
+    """At most 15 modules directly in services/gateway: the rest in its rooms (query, access, resources, ingest)."""
+    assert len(list((REPO / "services" / "gateway").glob("*.py"))) <= 15
