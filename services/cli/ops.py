@@ -98,6 +98,11 @@ def keys_create(
     read: Annotated[str, typer.Option(help="collections it may read: names or prefix* patterns, comma-separated")] = "",
     write: Annotated[str, typer.Option(help="collections it may write (upsert, delete), same form")] = "",
     admin: Annotated[bool, typer.Option("--admin", help="every operation on every collection")] = False,
+    principal: Annotated[list[str], typer.Option(help="whom the key reads documents as: user:<name> or "
+                                                      "group:<name>, repeated")] = [],
+    may_act_for: Annotated[list[str], typer.Option(help="principals it may search on behalf of (the "
+                                                        "x-hybridsearch-act-for header): user:ana, user:*, group:eng-*; "
+                                                        "repeated")] = [],
     collection: Annotated[str, typer.Option("--collection", "-c",
                                             help="a sealed collection's key instead of an API key (sealing.keys_file, "
                                                  "else DATA_DIR/sealing/keys.yaml)")] = "",
@@ -109,8 +114,9 @@ def keys_create(
     from hybridsearch.security.apikeys import KEYS_FILE, KeyFileError, create_key, local_auth_dir
 
     if collection:
-        if tenant or read or write or admin:
-            console.print("[red]-c makes a collection key: --tenant, --read, --write and --admin are for API keys[/]")
+        if tenant or read or write or admin or principal or may_act_for:
+            console.print("[red]-c makes a collection key: --tenant, --read, --write, --admin, --principal and "
+                          "--may-act-for are for API keys[/]")
             raise typer.Exit(2)
         return create_collection_key(collection, keys_file)
     if not tenant:
@@ -119,11 +125,14 @@ def keys_create(
     settings = get_settings()
     path = keys_file or settings.auth.keys_file or local_auth_dir(settings.data_dir) / KEYS_FILE
     try:
-        key, entry = create_key(path, tenant, split_csv(read), split_csv(write), role="admin" if admin else "tenant")
+        key, entry = create_key(path, tenant, split_csv(read), split_csv(write), role="admin" if admin else "tenant",
+                                principals=principal, may_act_for=may_act_for)
     except KeyFileError as err:
         console.print(f"[red]{err}[/]")
         raise typer.Exit(2) from None
     rights = "admin: everything" if admin else f"read {list(entry.read)} write {list(entry.write)}"
+    rights += f"; principals {list(entry.principals)}" if entry.principals else ""
+    rights += f"; may act for {list(entry.may_act_for)}" if entry.may_act_for else ""
     console.print(f"key {entry.id} for tenant {entry.tenant!r} ({rights}) added to {path}; "
                   "it is printed once, below, and stored only as a hash")
     print(key)

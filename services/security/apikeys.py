@@ -10,6 +10,8 @@ too) holds one entry a key:
         role: tenant            # or admin: every operation on every collection
         read: [team-a-*, shared]
         write: [team-a-*]
+        principals: [user:ana, group:platform]   # whom the key reads documents as (security/principals.py)
+        may_act_for: ["user:*"]                  # whom it may search on behalf of (x-hybridsearch-act-for)
         sha256: <hex of sha256(key)>
 
 Only the hash is stored. A fast hash is enough here, unlike for passwords: a key is 256 bits from
@@ -34,6 +36,8 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
+
+from hybridsearch.security.principals import PrincipalError, check_act_pattern, check_principal
 
 Operation = Literal["read", "write", "admin"]  # admin: every collection, admin keys only (snapshots)
 KEY_PATTERN = re.compile(r"^hs_([0-9a-f]{8})_([A-Za-z0-9_-]{43})$")
@@ -82,6 +86,8 @@ class KeyEntry:
     role: str = "tenant"
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
+    principals: tuple[str, ...] = ()  # user:<name>, group:<name>: whom the key reads documents as
+    may_act_for: tuple[str, ...] = ()  # principals or patterns (user:*) it may name in x-hybridsearch-act-for
 
     def may(self, operation: Operation, collection: str) -> bool:
         if self.role == "admin":
@@ -92,14 +98,19 @@ class KeyEntry:
         return any(matches(p, collection) for p in patterns)
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "tenant": self.tenant, "role": self.role, "read": list(self.read),
-                "write": list(self.write), "sha256": self.sha256}
+        out = {"id": self.id, "tenant": self.tenant, "role": self.role, "read": list(self.read),
+               "write": list(self.write), "sha256": self.sha256}
+        if self.principals:
+            out["principals"] = list(self.principals)
+        if self.may_act_for:
+            out["may_act_for"] = list(self.may_act_for)
+        return out
 
 
 def parse_entry(raw: object, where: str) -> KeyEntry:
     if not isinstance(raw, dict):
         raise KeyFileError(f"{where}: an entry is a mapping with id, tenant, sha256, role, read, write")
-    unknown = set(raw) - {"id", "tenant", "sha256", "role", "read", "write", "created"}
+    unknown = set(raw) - {"id", "tenant", "sha256", "role", "read", "write", "created", "principals", "may_act_for"}
     if unknown:
         raise KeyFileError(f"{where}: unknown fields {sorted(unknown)}")
     key_id, tenant, digest = str(raw.get("id", "")), str(raw.get("tenant", "")), str(raw.get("sha256", ""))
@@ -123,7 +134,17 @@ def parse_entry(raw: object, where: str) -> KeyEntry:
             if not isinstance(p, str) or not PATTERN.match(p):
                 raise KeyFileError(f"{where}: {op} pattern {str(p)[:70]!r} is not a collection name or a prefix ending in '*'")
         rights[op] = tuple(patterns)
-    return KeyEntry(key_id, tenant, digest, role, rights["read"], rights["write"])
+    named = {}
+    for field_name, check in (("principals", check_principal), ("may_act_for", check_act_pattern)):
+        values = raw.get(field_name) or []
+        if not isinstance(values, list):
+            raise KeyFileError(f"{where}: {field_name} is a list")
+        try:
+            named[field_name] = tuple(dict.fromkeys(check(str(v)) for v in values))
+        except PrincipalError as err:
+            raise KeyFileError(f"{where}: {err}") from None
+    return KeyEntry(key_id, tenant, digest, role, rights["read"], rights["write"], named["principals"],
+                    named["may_act_for"])
 
 
 def parse_keys(text: str, source: str = "keys file") -> dict[str, KeyEntry]:
@@ -200,14 +221,16 @@ def write_private(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def create_key(keys_file: Path, tenant: str, read: list[str], write: list[str], role: str = "tenant") -> tuple[str, KeyEntry]:
+def create_key(keys_file: Path, tenant: str, read: list[str], write: list[str], role: str = "tenant",
+               principals: list[str] = (), may_act_for: list[str] = ()) -> tuple[str, KeyEntry]:
     """Makes a key, appends its hash to the keys file (made if missing) and returns the key, shown once."""
     entries = parse_keys(keys_file.read_text(), str(keys_file)) if keys_file.exists() else {}
     key, key_id = new_key()
     while key_id in entries:
         key, key_id = new_key()
     entry = parse_entry({"id": key_id, "tenant": tenant, "role": role, "read": read, "write": write,
-                         "sha256": hash_key(key)}, "new key")
+                         "principals": list(principals), "may_act_for": list(may_act_for), "sha256": hash_key(key)},
+                        "new key")
     entries[key_id] = entry
     header = "# hybridsearch API keys: sha256 hashes only (hybridsearch keys create); docs/security.md\n"
     write_private(keys_file, header + yaml.safe_dump({"keys": [e.to_dict() for e in entries.values()]}, sort_keys=False))

@@ -1,5 +1,7 @@
-"""API keys at the gateway: a server interceptor that authenticates every public RPC and checks the key's
-rights on every collection the request touches before the servicer sees it.
+"""Who may call the gateway: a server interceptor that authenticates every public RPC and checks the caller's
+rights on every collection the request touches before the servicer sees it. A caller (gateway/access/caller.py)
+is an API key, an API key acting for the principals it names in `x-hybridsearch-act-for` (each one its
+`may_act_for` allows), or a bearer JWT of the identity provider (security/oidc.py, auth.oidc).
 
 - no key, a garbled one, an unknown one, or more than one `authorization` header: UNAUTHENTICATED, with a
   message saying which;
@@ -16,11 +18,13 @@ Which collections a request touches is scope.collections_of's answer, from one t
 collections a `page_token`'s first page searched. Every message of a stream is checked. The one RPC
 that lists collections (CollectionService.ListCollections) names none: the check passes it, and its
 servicer lists only the collections the caller's key may read (`readable`: the key the check admitted,
-kept in CALLER for the call). Keys never reach a log: refusals are logged with the key's id only (docs/security.md).
+kept in CALLER for the call). Keys and tokens never reach a log: refusals are logged with the key's id or the
+token's subject only; calls on behalf of someone and refusals go to the audit log too (docs/security.md).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextvars import ContextVar
@@ -28,8 +32,12 @@ from contextvars import ContextVar
 import grpc
 
 from hybridsearch.runtime import services
-from hybridsearch.security.apikeys import AuthError, KeyEntry, KeyFileError, KeyStore, Operation, authenticate, authorize
+from hybridsearch.security.apikeys import AuthError, KeyFileError, KeyStore, Operation, authenticate
+from hybridsearch.security.oidc import OidcVerifier, TokenError, looks_like_jwt
+from hybridsearch.security.principals import ACT_FOR_HEADER, PrincipalError
+from hybridsearch.config.access import OidcSettings
 from hybridsearch.config.settings import Settings
+from hybridsearch.gateway.access.caller import Caller, acted_for
 from hybridsearch.contract.errors import InvalidArgument
 from hybridsearch.gateway.access.scope import Unscoped, collections_of
 
@@ -65,7 +73,10 @@ CODES = {"unauthenticated": grpc.StatusCode.UNAUTHENTICATED, "permission_denied"
 Check = Callable[[object, grpc.aio.ServicerContext], Awaitable[None]]
 
 # The key the access check admitted, for the rest of the call (unset: no check ran).
-CALLER: ContextVar[KeyEntry | None] = ContextVar("hybridsearch_caller", default=None)
+CALLER: ContextVar[Caller | None] = ContextVar("hybridsearch_caller", default=None)
+# One JSON line for each call made on behalf of someone (a key acting for a user, a bearer token) and each refusal:
+# who, for whom, what (docs/security.md "Audit"). A service key's own calls are its metrics' to count.
+audit = logging.getLogger("hybridsearch.audit")
 
 
 def readable(names: Iterable[str], auth_on: bool) -> list[str]:
@@ -73,8 +84,8 @@ def readable(names: Iterable[str], auth_on: bool) -> list[str]:
     admitted for this call (fail closed)."""
     if not auth_on:
         return list(names)
-    entry = CALLER.get()
-    return [n for n in names if entry is not None and entry.may("read", n)]
+    caller = CALLER.get()
+    return [n for n in names if caller is not None and caller.may("read", n)]
 
 
 def _checked(handler: grpc.RpcMethodHandler, check: Check) -> grpc.RpcMethodHandler:
@@ -113,10 +124,12 @@ def _checked(handler: grpc.RpcMethodHandler, check: Check) -> grpc.RpcMethodHand
 
 
 class ApiKeyInterceptor(grpc.aio.ServerInterceptor):
-    """Authenticates and authorises calls to the public services against the keys file."""
+    """Authenticates calls to the public services (an API key, acting for someone or not, or a bearer JWT of the
+    identity provider) and authorises them on every collection they touch."""
 
-    def __init__(self, store: KeyStore) -> None:
+    def __init__(self, store: KeyStore, verifier: OidcVerifier | None = None) -> None:
         self.store = store
+        self.verifier = verifier or OidcVerifier(OidcSettings())
 
     async def intercept_service(self, continuation, handler_call_details):
         method = handler_call_details.method
@@ -125,21 +138,49 @@ class ApiKeyInterceptor(grpc.aio.ServerInterceptor):
             return handler
         short = method.rsplit("/", 1)[-1]
         try:
-            entry = authenticate(self.store.entries(), authorization(handler_call_details.invocation_metadata or ()))
+            caller = await self.caller(handler_call_details.invocation_metadata or ())
         except AuthError as err:
             log.info("%s refused: %s", short, err)
+            _audit(short, None, "refused", str(err))
             return _refused(handler, CODES[err.code], str(err))
+        except PrincipalError as err:
+            return _refused(handler, grpc.StatusCode.INVALID_ARGUMENT, str(err))
         except KeyFileError as err:
             log.error("%s refused: %s", short, err)
             return _refused(handler, grpc.StatusCode.UNAVAILABLE, "the gateway cannot read its API keys")
         operation = METHOD_OPERATIONS.get(method)
         if operation is None or not (handler.unary_unary or handler.stream_unary or handler.unary_stream):
             return _refused(handler, grpc.StatusCode.PERMISSION_DENIED, f"{short} has no access rule")
-        if operation == "admin" and entry.role != "admin":  # whatever the request names, or none
-            log.info("%s refused: key %s is not an admin key", short, entry.id)
-            return _refused(handler, grpc.StatusCode.PERMISSION_DENIED,
-                            f"API key {entry.id} (tenant {entry.tenant!r}) may not call {short}: admin keys only")
-        return _checked(handler, _collection_check(entry, operation, short))
+        if operation == "admin" and not (caller.key is not None and caller.key.role == "admin"):
+            log.info("%s refused: %s is not an admin key", short, caller.who)
+            _audit(short, caller, "refused", "admin keys only")
+            return _refused(handler, grpc.StatusCode.PERMISSION_DENIED, f"{caller.who} may not call {short}: admin keys only")
+        return _checked(handler, _collection_check(caller, operation, short))
+
+    async def caller(self, metadata: Iterable[tuple[str, str | bytes]]) -> Caller:
+        """Who the call is on behalf of: AuthError (unauthenticated; permission_denied for a key that may not act
+        for whom it names), PrincipalError (a malformed act-for header)."""
+        metadata = list(metadata)
+        value = authorization(metadata)
+        acting = [v for k, v in metadata if k.lower() == ACT_FOR_HEADER]
+        if len(acting) > 1:
+            raise AuthError("unauthenticated", f"more than one {ACT_FOR_HEADER} header: name the principals in one")
+        credential = (value or "").strip().partition(" ")[2].strip()
+        if value and value.strip().lower().startswith("bearer ") and looks_like_jwt(credential):
+            if acting:
+                raise AuthError("unauthenticated", f"{ACT_FOR_HEADER} is for API keys: a token is its own user's")
+            try:
+                identity = await self.verifier.verify(credential)
+            except TokenError as err:
+                raise AuthError("unauthenticated", str(err)) from None
+            return Caller(identity.principals, subject=identity.subject, token_read=tuple(self.verifier.cfg.read))
+        entry = authenticate(self.store.entries(), value)
+        if not acting:
+            return Caller(frozenset(entry.principals), key=entry)
+        try:
+            return Caller(acted_for(str(acting[0]), entry), key=entry, acting_for=True)
+        except PermissionError as err:
+            raise AuthError("permission_denied", str(err)) from None
 
 
 KINDS = (("unary_unary", grpc.unary_unary_rpc_method_handler), ("stream_unary", grpc.stream_unary_rpc_method_handler),
@@ -169,8 +210,8 @@ def authorization(metadata: Iterable[tuple[str, str | bytes]]) -> str | None:
 Denial = tuple[grpc.StatusCode, str]  # the status a call is refused with, and its message
 
 
-def refusal(entry: KeyEntry, operation: Operation, request: object) -> Denial | None:
-    """Why `entry` may not do `operation` with `request` (the status and its message), None when it may:
+def refusal(caller: Caller, operation: Operation, request: object) -> Denial | None:
+    """Why `caller` may not do `operation` with `request` (the status and its message), None when it may:
     every collection the request touches is checked (scope.collections_of), the first refused one named."""
     try:
         names = collections_of(request)
@@ -179,24 +220,31 @@ def refusal(entry: KeyEntry, operation: Operation, request: object) -> Denial | 
     except Unscoped as err:
         return grpc.StatusCode.PERMISSION_DENIED, f"{err}: refused (fail closed)"
     for name in names:
-        try:
-            authorize(entry, operation, name)
-        except AuthError as err:
-            return grpc.StatusCode.PERMISSION_DENIED, str(err)
+        if not caller.may(operation, name):  # it says nothing about whether the collection exists
+            return grpc.StatusCode.PERMISSION_DENIED, f"{caller.who} may not {operation} collection {name!r}"
     return None
 
 
-def _collection_check(entry: KeyEntry, operation: Operation, short: str) -> Check:
+def _collection_check(caller: Caller, operation: Operation, short: str) -> Check:
     async def check(request, context: grpc.aio.ServicerContext) -> None:
-        CALLER.set(entry)  # awaited by the handler's own task: the servicer's code reads it
-        refused = refusal(entry, operation, request)
+        CALLER.set(caller)  # awaited by the handler's own task: the servicer's code reads it
+        refused = refusal(caller, operation, request)
         if refused is not None:
             code, message = refused
             if code == grpc.StatusCode.PERMISSION_DENIED:
                 log.info("%s refused: %s", short, message)
+                _audit(short, caller, "refused", message)
             await context.abort(code, message)
+        if caller.acting_for or caller.key is None:
+            _audit(short, caller, "admitted", "")
 
     return check
+
+
+def _audit(method: str, caller: Caller | None, outcome: str, reason: str) -> None:
+    if audit.isEnabledFor(logging.INFO):
+        audit.info(json.dumps({"method": method, "outcome": outcome, **(caller.audit() if caller else {}),
+                               **({"reason": reason} if reason else {})}, separators=(",", ":")))
 
 
 def gateway_interceptors(settings: Settings) -> list[grpc.aio.ServerInterceptor]:
@@ -207,4 +255,6 @@ def gateway_interceptors(settings: Settings) -> list[grpc.aio.ServerInterceptor]
     store = KeyStore(settings.auth.keys_file)
     store.entries()  # a missing or invalid keys file stops the gateway at start, with the reason
     log.info("API keys: on, keys file %s", settings.auth.keys_file)
-    return [ApiKeyInterceptor(store)]
+    if settings.auth.oidc.issuer:
+        log.info("bearer tokens of %s accepted (audience %s)", settings.auth.oidc.issuer, settings.auth.oidc.audience)
+    return [ApiKeyInterceptor(store, OidcVerifier(settings.auth.oidc))]

@@ -4,11 +4,15 @@ stream. tests/gateway/access/test_access.py and test_tenant_isolation.py run the
 
 from __future__ import annotations
 
+import base64
+import json
+
 import grpc
 import pytest
 
 from hybridsearch.security.apikeys import AuthError, KeyStore, create_key, parse_entry
 from hybridsearch.gateway.access.auth import ApiKeyInterceptor, authorization, refusal
+from hybridsearch.gateway.access.caller import Caller
 from hybridsearch.config.settings import Settings
 from hybridsearch.gateway.query.request import plan_search
 from hybridsearch.gateway.query.paging import PageTokens, request_digest
@@ -22,8 +26,8 @@ def digest(request: search_pb2.SearchRequest) -> str:
 
 DENIED, UNAUTH, INVALID = (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED,
                            grpc.StatusCode.INVALID_ARGUMENT)
-TENANT_A = parse_entry({"id": "0000000a", "tenant": "team-a", "sha256": "a" * 64, "read": ["pa-*"],
-                        "write": ["pa-docs"]}, "test")
+TENANT_A = Caller(frozenset(), key=parse_entry({"id": "0000000a", "tenant": "team-a", "sha256": "a" * 64,
+                                                "read": ["pa-*"], "write": ["pa-docs"]}, "test"))
 
 
 def test_one_authorization_header_is_read_and_two_are_refused():
@@ -144,3 +148,126 @@ async def test_an_invalid_name_is_an_invalid_argument(gateway):
     request = search_pb2.SearchRequest(query="q", collections=["pa-docs", "NOT valid"])
     code, details = await refused(gateway["search"].Search(request, metadata=bearer(gateway["a"]), timeout=10))
     assert code == INVALID and "'NOT valid' is invalid" in details
+
+
+class Principals(search_pb2_grpc.SearchServiceServicer):
+    """Records whom each search reached the servicer on behalf of."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, ...]] = []
+
+    async def Search(self, request, context):
+        from hybridsearch.gateway.access.auth import CALLER
+
+        self.seen.append(tuple(sorted(CALLER.get().principals)))
+        return search_pb2.SearchResponse()
+
+
+@pytest.fixture
+async def identities(tmp_path):
+    """A gateway with a keys file (a plain key, a service key that may act for users and eng groups, one with
+    principals of its own) and a test identity provider whose tokens may read `pa-*`."""
+    import json as json_
+    import time
+
+    from joserfc import jwt
+    from joserfc.jwk import KeySet, RSAKey
+
+    from hybridsearch.config.access import OidcSettings
+    from hybridsearch.security.oidc import OidcVerifier
+
+    keys_file = tmp_path / "keys.yaml"
+    plain, _ = create_key(keys_file, "team-a", ["pa-*"], [])
+    service, _ = create_key(keys_file, "search-app", ["pa-*"], [], may_act_for=["user:*", "group:eng-*"])
+    own, _ = create_key(keys_file, "team-a", ["pa-*"], [], principals=["user:ci", "group:robots"])
+    signing = RSAKey.generate_key(2048, parameters={"kid": "idp-1"})
+    (tmp_path / "jwks.json").write_text(json_.dumps(KeySet([signing]).as_dict(private=False)))
+    oidc = OidcSettings(issuer="https://idp.test", audience="hybridsearch", jwks_file=tmp_path / "jwks.json",
+                        read=["pa-*"])
+
+    def token(**claims):
+        now = int(time.time())
+        body = {"iss": "https://idp.test", "aud": "hybridsearch", "sub": "ana", "exp": now + 300,
+                "groups": ["eng-search"], **claims}
+        return jwt.encode({"alg": "RS256", "kid": "idp-1"}, body, signing)
+
+    server = grpc.aio.server(interceptors=[ApiKeyInterceptor(KeyStore(keys_file), OidcVerifier(oidc))])
+    servicer = Principals()
+    search_pb2_grpc.add_SearchServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    yield {"plain": plain, "service": service, "own": own, "token": token, "servicer": servicer,
+           "search": search_pb2_grpc.SearchServiceStub(channel)}
+    await channel.close()
+    await server.stop(0)
+
+
+def act_for(key: str, principals: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {key}"), ("x-hybridsearch-act-for", principals))
+
+
+async def test_a_token_of_the_identity_provider_searches_as_its_user_and_groups(identities, caplog):
+    caplog.set_level("INFO", logger="hybridsearch.audit")
+    request = search_pb2.SearchRequest(query="q", collection="pa-docs")
+    await identities["search"].Search(request, metadata=bearer(identities["token"]()), timeout=10)
+    assert identities["servicer"].seen == [("group:eng-search", "user:ana")]
+    line = json.loads(caplog.records[-1].getMessage())
+    assert line["outcome"] == "admitted" and line["subject"] == "ana" and line["key"] is None
+    code, details = await refused(identities["search"].Search(search_pb2.SearchRequest(query="q", collection="pb-x"),
+                                                              metadata=bearer(identities["token"]()), timeout=10))
+    assert code == DENIED and "token of 'ana' may not read collection 'pb-x'" in details
+
+
+@pytest.mark.parametrize("claims, why", [
+    ({"exp": 1}, "token expired"),
+    ({"aud": "another-service"}, "claim not accepted"),
+    ({"iss": "https://other.test"}, "claim not accepted"),
+])
+async def test_a_bad_token_is_unauthenticated_saying_why(identities, claims, why):
+    request = search_pb2.SearchRequest(query="q", collection="pa-docs")
+    code, details = await refused(identities["search"].Search(request, metadata=bearer(identities["token"](**claims)),
+                                                              timeout=10))
+    assert code == UNAUTH and why in details
+    assert identities["servicer"].seen == []
+
+
+async def test_a_token_with_no_signature_or_another_signature_is_unauthenticated(identities):
+    good = identities["token"]()
+    header, body, signature = good.split(".")
+    forged = f"{header}.{body[:-4]}AAAA.{signature}"  # the claims changed under the provider's signature
+    none = ".".join([base64.urlsafe_b64encode(b'{"alg":"none"}').rstrip(b"=").decode(), body, ""])
+    for token, why in ((forged, "signature does not check"), (none, "algorithm not accepted")):
+        code, details = await refused(identities["search"].Search(search_pb2.SearchRequest(query="q", collection="pa-docs"),
+                                                                  metadata=bearer(token), timeout=10))
+        assert code == UNAUTH and why in details
+    assert identities["servicer"].seen == []
+
+
+async def test_a_key_acts_for_the_users_it_may_and_no_others(identities, caplog):
+    caplog.set_level("INFO", logger="hybridsearch.audit")
+    request = search_pb2.SearchRequest(query="q", collection="pa-docs")
+    await identities["search"].Search(request, metadata=act_for(identities["service"], "user:bob,group:eng-ml"), timeout=10)
+    assert identities["servicer"].seen == [("group:eng-ml", "user:bob")]
+    line = json.loads(caplog.records[-1].getMessage())
+    assert line["acting_for"] and line["key"] and line["tenant"] == "search-app" and line["principals"] == [
+        "group:eng-ml", "user:bob"]  # the audit line names both: the key and whom it acts for
+    for key, names, code, why in (
+            (identities["service"], "user:bob,group:hr", DENIED, "may not act for group:hr"),
+            (identities["plain"], "user:bob", DENIED, "it acts for nobody"),
+            (identities["service"], "group:eng-ml", INVALID, "names no user"),
+            (identities["service"], "bob", INVALID, "is not one")):
+        got_code, details = await refused(identities["search"].Search(request, metadata=act_for(key, names), timeout=10))
+        assert got_code == code and why in details, details
+    code, details = await refused(identities["search"].Search(
+        request, metadata=(("authorization", f"Bearer {identities['token']()}"), ("x-hybridsearch-act-for", "user:x")),
+        timeout=10))
+    assert code == UNAUTH and "for API keys" in details
+    assert len(identities["servicer"].seen) == 1
+
+
+async def test_a_key_alone_searches_as_its_own_principals(identities):
+    request = search_pb2.SearchRequest(query="q", collection="pa-docs")
+    await identities["search"].Search(request, metadata=bearer(identities["own"]), timeout=10)
+    await identities["search"].Search(request, metadata=bearer(identities["plain"]), timeout=10)
+    assert identities["servicer"].seen == [("group:robots", "user:ci"), ()]
