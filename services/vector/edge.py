@@ -282,7 +282,7 @@ class EdgeStore(ChunkPointStore):
             return [[] for _ in vectors]
         flt = edge_filter(qdrant_filter(filters, within))
         params = edge_search_params(await self.params_of(collection))
-        cached = bool(self.cfg.payload_cache) and not with_vectors
+        cached = bool(self.cfg.payload_cache)
         kept = self._kept.setdefault(collection, KeptPayloads()) if cached else None  # before the query: see _kept
         cold = kept is None or kept.missed > COLD_MISSES  # most hits not kept: the query reads their payloads
         batch = qe.QueryBatchRequest([
@@ -292,7 +292,7 @@ class EdgeStore(ChunkPointStore):
         ])
         if kept is None:
             return await asyncio.to_thread(shard.query_batch, batch)
-        return await asyncio.to_thread(kept.search, shard, batch, cold, self.cfg.payload_cache)
+        return await asyncio.to_thread(kept.search, shard, batch, cold, self.cfg.payload_cache, with_vectors)
 
     def _written(self, collection: str, points: int) -> None:
         """Counts points toward the next index build and makes sure a maintenance task is pending; the

@@ -32,7 +32,8 @@ class KeptPayloads:
     payloads: dict[str, dict] = field(default_factory=dict)
     missed: float = 1.0
 
-    def search(self, shard: qe.EdgeShard, batch: qe.QueryBatchRequest, cold: bool, limit: int) -> list[list[Scored]]:
+    def search(self, shard: qe.EdgeShard, batch: qe.QueryBatchRequest, cold: bool, limit: int,
+               with_vectors: bool = False) -> list[list[Scored]]:
         """The batch's hits with their payloads: those kept from the cache; the others read by the query itself while
         the cache is cold, else from the shard in one retrieve (a point deleted between the two reads is left out: it
         is gone); both then kept."""
@@ -50,8 +51,8 @@ class KeptPayloads:
             have |= read
             self._keep(read, limit)
         # the kept payload objects themselves, cold or warm: what is built of one is reused (storage.stores.BuiltHits)
-        return [[Scored(p.id, p.score, payload) for p in points if (payload := have.get(p.id)) is not None]
-                for points in results]
+        return [[Scored(p.id, p.score, payload, p.vector if with_vectors else None) for p in points
+                 if (payload := have.get(p.id)) is not None] for points in results]
 
     def _keep(self, read: dict[str, dict], limit: int) -> None:
         if len(self.payloads) + len(read) > limit:

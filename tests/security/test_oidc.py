@@ -125,3 +125,29 @@ def test_an_issuer_needs_an_audience_and_keys():
         OidcSettings(issuer=ISSUER, jwks_url="https://idp/jwks")
     with pytest.raises(ValueError, match="jwks_file or jwks_url"):
         OidcSettings(issuer=ISSUER, audience=AUDIENCE)
+
+
+async def test_the_jwks_is_fetched_from_the_providers_url_and_again_for_a_new_key(provider):
+    """A JWKS URL: a real HTTP server on loopback serving the provider's file."""
+    import http.server
+    import threading
+    from functools import partial
+
+    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(provider.jwks.parent))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{provider.jwks.name}"
+        settings = OidcSettings(issuer=ISSUER, audience=AUDIENCE, jwks_url=url)
+        verifier = OidcVerifier(settings)
+        assert (await verifier.verify(provider.token())).subject == "ana"
+        rotated = RSAKey.generate_key(2048, parameters={"kid": "rsa-2"})
+        provider.keys.append(rotated)
+        provider.publish()
+        verifier._fetched -= 60  # the last fetch longer ago than the refetch floor (MIN_REFETCH_S)
+        assert (await verifier.verify(provider.token(key=rotated))).subject == "ana"
+        gone = OidcVerifier(OidcSettings(issuer=ISSUER, audience=AUDIENCE, jwks_url=url + ".missing"))
+        with pytest.raises(TokenError, match="cannot be read"):
+            await gone.verify(provider.token())
+    finally:
+        server.shutdown()
