@@ -1,0 +1,8 @@
+#!/bin/bash
+# BALANCED and FAST closed loops, this tree against afadc8a (before hits were built once per payload), alternated
+# twice; appends to ab.txt here.
+cd "$(dirname "$0")/../../.."
+export HYBRIDSEARCH_DATA_DIR=${HYBRIDSEARCH_DATA_DIR:?a data dir holding SciFact as bench-scifact-8c1bc262} HYBRIDSEARCH_MODELS_DIR=${HYBRIDSEARCH_MODELS_DIR:-$PWD/var/models} HYBRIDSEARCH_EXPANSION__LLM_SERVE="" HYBRIDSEARCH_VECTOR__QUERY_CACHE_SIZE=0 HYBRIDSEARCH_VECTOR__QUERY_CACHE_REDIS=false
+OUT=docs/perf/balanced-s35
+docs/perf/ab-trees.sh afadc8a 'for S in balanced fast; do .venv/bin/hybridsearch loadtest closed -s $S --workers 4 --duration 20 --queries-from ../shared/datasets/scifact -c bench-scifact-8c1bc262 > /dev/null 2>&1; F=$(ls -td $HYBRIDSEARCH_DATA_DIR/loadtest/*-closed | head -1)/loadtest.json; cp $F '$OUT'/load-$S-$V-$ROUND.json; python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[\"runs\"][0]; print(sys.argv[2], r[\"name\"], \"closed 4 workers: %.1f answers/s, p50 %.1f, p99 %.1f ms\" % (r[\"throughput_qps\"], r[\"latency_ms\"][\"p50\"], r[\"latency_ms\"][\"p99\"]))" $F "$V r$ROUND" >> '$OUT'/ab.txt; done'
+echo "rc=$?" >> $OUT/ab.txt
