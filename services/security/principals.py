@@ -27,17 +27,18 @@ class PrincipalError(ValueError):
     """A principal or an act-for pattern that is not one."""
 
 
-def check_principal(value: str) -> str:
+def _checked(value: str, form: re.Pattern, what: str, how: str) -> str:
     value = value.strip()
-    if not PRINCIPAL.fullmatch(value):
-        raise PrincipalError(f"principal {value[:140]!r} is not one: write user:<name> or group:<name> (1-128 "
-                             "characters of [A-Za-z0-9_.@+|/=-], a letter or digit first)")
+    if not form.fullmatch(value):
+        raise PrincipalError(f"{what} {value[:140]!r} is not one: {how}")
     return value
+
+
+def check_principal(value: str) -> str:
+    return _checked(value, PRINCIPAL, "principal", "write user:<name> or group:<name> (1-128 characters of "
+                                                    "[A-Za-z0-9_.@+|/=-], a letter or digit first)")
 
 
 def check_act_pattern(value: str) -> str:
-    value = value.strip()
-    if not ACT_PATTERN.fullmatch(value):
-        raise PrincipalError(f"act-for pattern {value[:140]!r} is not one: a principal (user:ana), a kind (user:*) "
-                             "or a prefix (group:eng-*)")
-    return value
+    return _checked(value, ACT_PATTERN, "act-for pattern", "a principal (user:ana), a kind (user:*) or a prefix "
+                                                            "(group:eng-*)")
