@@ -124,17 +124,23 @@ class OidcVerifier:
         async with self._lock:
             now = time.monotonic()
             if self.cfg.jwks_file is not None:
-                st = self.cfg.jwks_file.stat()
-                stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-                if self._keys is None or stamp != self._stamp:
-                    self._keys, self._stamp = read_key_set(self.cfg.jwks_file.read_text()), stamp
+                try:
+                    st = self.cfg.jwks_file.stat()
+                    stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+                    if self._keys is None or stamp != self._stamp:
+                        self._keys, self._stamp = read_key_set(self.cfg.jwks_file.read_text()), stamp
+                except (OSError, ValueError, JoseError) as err:
+                    if self._keys is None:
+                        raise TokenError("the identity provider's keys cannot be read; retry later") from err
+                    log.warning("the JWKS file %s cannot be read (%s): the keys read before serve", self.cfg.jwks_file,
+                                err)
                 return self._keys
             stale = self._keys is None or now - self._fetched > self.cfg.jwks_refresh_s
             if stale or (refetch and now - self._fetched > MIN_REFETCH_S):
                 try:
                     text = await asyncio.to_thread(_fetch, self.cfg.jwks_url)
                     self._keys, self._fetched = read_key_set(text), now
-                except (OSError, ValueError) as err:
+                except (OSError, ValueError, JoseError) as err:
                     if self._keys is None:
                         raise TokenError("the identity provider's keys cannot be read; retry later") from err
                     log.warning("the JWKS at %s cannot be read (%s): the keys read before serve", self.cfg.jwks_url, err)

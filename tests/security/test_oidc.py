@@ -151,3 +151,18 @@ async def test_the_jwks_is_fetched_from_the_providers_url_and_again_for_a_new_ke
             await gone.verify(provider.token())
     finally:
         server.shutdown()
+
+
+async def test_a_jwks_file_that_cannot_be_read_refuses_tokens_until_it_can_and_keeps_the_keys_it_had(provider):
+    verifier = OidcVerifier(provider.settings())
+    good = provider.jwks.read_text()
+    provider.jwks.write_text("{not json")
+    with pytest.raises(TokenError, match="keys cannot be read"):
+        await verifier.verify(provider.token())
+    provider.jwks.unlink()
+    with pytest.raises(TokenError, match="keys cannot be read"):
+        await verifier.verify(provider.token())
+    provider.jwks.write_text(good)
+    assert (await verifier.verify(provider.token())).subject == "ana"
+    provider.jwks.write_text('{"keys": "garbled"}')  # a bad rewrite later: the keys read before serve on
+    assert (await verifier.verify(provider.token())).subject == "ana"
