@@ -4,13 +4,17 @@ between services, `serve all`'s local admin key and certificates, and no secret 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import subprocess
 import sys
+import time
 from contextlib import closing
 
 import grpc
 import pytest
+from joserfc import jwt
+from joserfc.jwk import KeySet, RSAKey
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 from stacks import running_stack, stack_env_on
@@ -25,11 +29,27 @@ pytestmark = [pytest.mark.stack, pytest.mark.timeout(300)]
 DENIED, UNAUTH = grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED
 
 
+# A test identity provider: its signing key made here, its JWKS a file the gateway reads (auth.oidc).
+IDP_KEY = RSAKey.generate_key(2048, parameters={"kid": "test-idp-1"})
+IDP, AUDIENCE = "https://idp.hybridsearch.test", "hybridsearch-gateway"
+
+
+def idp_token(**claims) -> str:
+    now = int(time.time())
+    body = {"iss": IDP, "aud": AUDIENCE, "sub": "ana", "exp": now + 300, "groups": ["team-a-readers"], **claims}
+    return jwt.encode({"alg": "RS256", "kid": IDP_KEY.kid}, body, IDP_KEY)
+
+
 @pytest.fixture(scope="module")
 def secure_stack(tmp_path_factory):
-    """`serve all` as a user runs it with TLS on: the launcher makes the admin key and the certificates."""
-    env = {**stack_env_on("2905", "2697", "2860"), "HYBRIDSEARCH_DATA_DIR": str(tmp_path_factory.mktemp("secure")),
-           "HYBRIDSEARCH_TLS__ENABLED": "true"}
+    """`serve all` as a user runs it with TLS on: the launcher makes the admin key and the certificates. It also takes
+    bearer tokens of the test identity provider, whose holders may read team-a's collections."""
+    data = tmp_path_factory.mktemp("secure")
+    (data / "jwks.json").write_text(json.dumps(KeySet([IDP_KEY]).as_dict(private=False)))
+    env = {**stack_env_on("2905", "2697", "2860"), "HYBRIDSEARCH_DATA_DIR": str(data),
+           "HYBRIDSEARCH_TLS__ENABLED": "true", "HYBRIDSEARCH_AUTH__OIDC__ISSUER": IDP,
+           "HYBRIDSEARCH_AUTH__OIDC__AUDIENCE": AUDIENCE, "HYBRIDSEARCH_AUTH__OIDC__JWKS_FILE": str(data / "jwks.json"),
+           "HYBRIDSEARCH_AUTH__OIDC__READ": '["team-a-*"]'}
     with running_stack(env) as running:
         yield running
 
@@ -250,3 +270,27 @@ def test_no_key_token_or_private_key_in_any_log(secure_stack, tenants):
     for secret in secrets_of(secure_stack, tenants):
         assert secret not in text
     assert "PRIVATE KEY" not in text and "Bearer hs_" not in text and "hs_0123abcd_" not in text
+
+
+def test_a_token_of_the_identity_provider_searches_end_to_end(secure_stack, tenants):
+    """A bearer JWT through the real TLS gateway: its user reads what auth.oidc.read names, nothing else; expired,
+    wrong-audience, wrongly signed and unsigned tokens are UNAUTHENTICATED; the gateway's audit log names the user."""
+    with gateway(secure_stack, idp_token()) as ana:
+        assert {h.doc_id for h in search(ana, "team-a-docs").hits} == {"a-0", "a-1", "a-2"}
+        code, details = code_of(lambda: search(ana, "team-b-docs"))
+        assert code == DENIED and "token of 'ana' may not read collection 'team-b-docs'" in details
+    impostor = RSAKey.generate_key(2048, parameters={"kid": IDP_KEY.kid})
+    unsigned = ".".join([base64.urlsafe_b64encode(b'{"alg":"none"}').rstrip(b"=").decode(),
+                         idp_token().split(".")[1], ""])
+    for token, why in ((idp_token(exp=int(time.time()) - 3600), "token expired"),
+                       (idp_token(aud="another-service"), "claim not accepted"),
+                       (jwt.encode({"alg": "RS256", "kid": IDP_KEY.kid}, {"iss": IDP, "aud": AUDIENCE, "sub": "ana",
+                                                                         "exp": int(time.time()) + 300}, impostor),
+                        "signature does not check"),
+                       (unsigned, "algorithm not accepted")):
+        with gateway(secure_stack, token) as caller:
+            code, details = code_of(lambda: search(caller, "team-a-docs"))
+        assert code == UNAUTH and why in details, details
+    logs = "".join(p.read_text(errors="replace") for p in (secure_stack.settings.data_dir / "logs").rglob("*")
+                   if p.is_file())
+    assert '"outcome":"admitted"' in logs and '"subject":"ana"' in logs and idp_token().split(".")[2] not in logs
