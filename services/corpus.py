@@ -8,9 +8,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from hybridsearch.readers.acl_files import with_readers
 from hybridsearch.readers.folder import Folder, Skipped
 from hybridsearch.readers.jsondocs import FieldMap
-from hybridsearch.v1 import ingest_pb2
+from hybridsearch.v1 import common_pb2, ingest_pb2
 
 
 BEIR_CORPUS_NAMES = ("corpus.jsonl", "corpus.jsonl.gz")
@@ -61,16 +62,18 @@ class Corpus:
 
 
 def open_corpus(path: Path, include: list[str] | None = None, exclude: list[str] | None = None,
-                fields: FieldMap | None = None, on_file=None, follow_symlinks: bool = False) -> Corpus:
+                fields: FieldMap | None = None, on_file=None, follow_symlinks: bool = False,
+                acl: common_pb2.Acl | None = None) -> Corpus:
     """A BEIR corpus file (or its folder), else a folder of files for the readers; `on_file` is called after
-    each file of a folder is read (a progress bar); symlinks leaving the folder are followed only when asked."""
+    each file of a folder is read (a progress bar); symlinks leaving the folder are followed only when asked.
+    `acl`: the readers of every document that names none (a folder's `.acl` files and front matter name theirs)."""
     if path.is_file() and (path.name in BEIR_CORPUS_NAMES or path.suffix == ".gz"):
-        return Corpus(read_beir_corpus(path), sum(1 for _ in read_beir_corpus(path)))
+        return Corpus(with_readers(read_beir_corpus(path), acl), sum(1 for _ in read_beir_corpus(path)))
     corpus = beir_corpus_file(path) if path.is_dir() and not (include or exclude) else None
     if corpus is not None:
-        return open_corpus(corpus)
+        return open_corpus(corpus, acl=acl)
     root, only = (path.parent, [path.name]) if path.is_file() else (path, include or [])
-    folder = Folder(root, only, exclude or [], fields or FieldMap(), follow_symlinks=follow_symlinks)
+    folder = Folder(root, only, exclude or [], fields or FieldMap(), follow_symlinks=follow_symlinks, acl=acl)
     readable = folder.readable()
     return Corpus(folder.documents(readable, on_file), len(readable), folder, "files")
 

@@ -61,7 +61,7 @@ PANELS = {
     "Search and index": ["index", "query", "stats", "collections", "docs", "shell"],
     "Operate": ["doctor", "reconcile", "snapshot", "reindex", "alias", "certs", "keys"],
     "Developer tools": ["bench", "bench-report", "levers", "tune", "train-reranker", "loadtest", "speed",
-                        "scale-corpus", "write-visibility", "bm25-scale", "vector-scale", "store-probe", "hop-cost", "hops",
+                        "scale-corpus", "write-visibility", "bm25-scale", "vector-scale", "store-probe", "hop-cost", "hops", "readers-bench",
                         "dashboards"],
 }
 

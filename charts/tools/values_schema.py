@@ -258,6 +258,16 @@ def chart_schema() -> dict:
                 "enabled": {"type": "boolean"},
                 "existingSecret": {"type": "string"},
                 "key": {"type": "string", "minLength": 1},
+                # bearer JWTs of the identity provider (config/access.py OidcSettings): public values only
+                "oidc": obj({
+                    "issuer": {"type": "string"},
+                    "audience": {"type": "string"},
+                    "jwksUrl": {"type": "string", "pattern": "^(https?://.+)?$"},
+                    "jwksConfigMap": {"type": "string"},
+                    "userClaim": {"type": "string", "minLength": 1},
+                    "groupsClaim": {"type": "string", "minLength": 1},
+                    "read": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                }),
             }
         ),
         "paging": obj({"existingSecret": {"type": "string"}}),

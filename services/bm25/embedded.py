@@ -29,7 +29,7 @@ from hybridsearch.bm25.engine import declared_only, requested_language
 from hybridsearch.bm25.folders import FolderCollections
 from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
 from hybridsearch.storage.stores import (
-    EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, picked_metadata, refuse_sealed, stored_documents,
+    EngineStats, UpsertResult, chunk_from_payload, chunks_by_document, picked_metadata, refuse_acl, refuse_readers, refuse_sealed, stored_documents,
 )
 from hybridsearch.text.chunking import indexed_text
 from hybridsearch.contract.validation import matches_filters
@@ -317,6 +317,7 @@ class EmbeddedBm25Engine(FolderCollections):
 
     async def upsert(self, collection, chunks):
         refuse_sealed(chunks, self.name)
+        refuse_acl(chunks, self.name)
         return await asyncio.to_thread(self._collection(collection).upsert, chunks)
 
     async def delete(self, collection, doc_ids):
@@ -324,18 +325,22 @@ class EmbeddedBm25Engine(FolderCollections):
             return 0, 0
         return await asyncio.to_thread(self._collection(collection).delete, doc_ids)
 
-    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False, text_depth=0):
+    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False, text_depth=0,
+                     readers=None):
+        refuse_readers(readers, self.name)
         if not self._exists(collection):
             return [[] for _ in queries]
         return await asyncio.to_thread(self._collection(collection).search, queries, limit, filters, metadata_fields,
                                        fuzzy)
 
-    async def correct(self, collection, query):
+    async def correct(self, collection, query, readers=None):
+        refuse_readers(readers, self.name)
         if not self._exists(collection):
             return query
         return await asyncio.to_thread(self._collection(collection).correct, query)
 
-    async def stats(self, collection):
+    async def stats(self, collection, readers=None):
+        refuse_readers(readers, self.name)
         docs, chunks = (0, 0)
         if self._exists(collection):
             docs, chunks = await asyncio.to_thread(self._collection(collection).stats)

@@ -68,19 +68,24 @@ class LexicalEngine(Protocol):
         metadata_fields: tuple[str, ...] = (),
         fuzzy: bool = False,
         text_depth: int = 0,
+        readers: common_pb2.Readers | None = None,
     ) -> list[list[common_pb2.LegHit]]:
         """One ranked list (best first, rank 1-based) per query; hits carry the `metadata_fields` they have.
+        `readers` (not None): only documents they may read are searched, inside the engine's own query
+        (security/acl.py), and the typo look-ups count only those documents.
         `fuzzy`: typo tolerance (prefix and fuzzy terms, bounded and weighted below exact matches).
         `text_depth` (> 0): hits ranked below it may come without title and text (the service clears the
         texts of every engine's below it anyway: store_servicer.trim_texts); an engine saves building them."""
         ...
 
-    async def correct(self, collection: str, query: str) -> str:
-        """The query with each unknown word replaced by its likeliest indexed neighbour (fuzzy.correct_query)."""
+    async def correct(self, collection: str, query: str, readers: common_pb2.Readers | None = None) -> str:
+        """The query with each unknown word replaced by its likeliest indexed neighbour (fuzzy.correct_query); with
+        `readers`, a neighbour some document they may read holds."""
         ...
 
-    async def stats(self, collection: str) -> EngineStats:
-        """Counts and details, among them `language`: the collection's own (recorded, else declared)."""
+    async def stats(self, collection: str, readers: common_pb2.Readers | None = None) -> EngineStats:
+        """Counts and details, among them `language`: the collection's own (recorded, else declared); with
+        `readers`, the documents and chunks they may read are counted."""
         ...
 
     async def content_hashes(self, collection: str, doc_ids: list[str]) -> dict[str, str]: ...

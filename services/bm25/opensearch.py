@@ -57,8 +57,10 @@ from hybridsearch.v1 import common_pb2
 
 from hybridsearch.bm25 import opensearch_snapshots
 from hybridsearch.bm25.opensearch_calls import cluster_call
-from hybridsearch.bm25.opensearch_index import SPAN_MAPPING, index_body, with_fields
-from hybridsearch.bm25.opensearch_search import text_query, check_search_response, filter_clauses
+from hybridsearch.bm25.opensearch_index import LATE_FIELDS, READERS_KEY, index_body, with_fields
+from hybridsearch.bm25.opensearch_search import check_search_response, filter_clauses, readers_clauses, \
+    stored_versions, text_query, version_of, versions_query
+from hybridsearch.security.acl import acl_payload, readers_key_of
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -160,9 +162,9 @@ class OpenSearchBm25Engine:
                                    self.fields_of(collection))
                 created = await self._call("create index", lambda: self._create(index, body), retry=True)
                 self._known.add(index)
-            elif index not in self._span_mapped:  # an index created before chunks kept spans: add the field
+            elif index not in self._span_mapped:  # an index created before spans or readers: add their fields
                 await self._call("put mapping", lambda: self.client.indices.put_mapping(
-                    index=index, body={"properties": {SPAN: SPAN_MAPPING}}), retry=True)
+                    index=index, body={"properties": LATE_FIELDS}), retry=True)
             self._span_mapped.add(index)
         return index, created
 
@@ -181,20 +183,13 @@ class OpenSearchBm25Engine:
         await self._call("refresh", lambda: self.client.indices.refresh(index=index), retry=True)
 
     async def _stored_versions(self, index: str, doc_ids: list[str]) -> dict[str, dict[str, int]]:
-        """For each stored document: {content hash: chunk count} over all of its chunks."""
+        """For each stored document: {content hash: chunk count} over all of its chunks, each hash with the readers
+        (READERS_KEY) its chunks have appended after a space (a chunk indexed before readers: the default's)."""
         out: dict[str, dict[str, int]] = {}
         for ids in batched(doc_ids, IDS_PER_REQUEST):
-            body = {
-                "size": 0,
-                "query": {"terms": {"doc_id": ids}},
-                "aggs": {"docs": {"terms": {"field": "doc_id", "size": len(ids)},
-                                  "aggs": {"hashes": {"terms": {"field": "content_hash", "size": 2}}}}},
-            }
-            response = check_search_response(
-                await self._call("version look-up", lambda: self.client.search(index=index, body=body), retry=True)
-            )
-            for bucket in response["aggregations"]["docs"]["buckets"]:
-                out[bucket["key"]] = {h["key"]: h["doc_count"] for h in bucket["hashes"]["buckets"]}
+            body = versions_query(ids)
+            out.update(stored_versions(check_search_response(
+                await self._call("version look-up", lambda: self.client.search(index=index, body=body), retry=True))))
         return out
 
     async def reseal(self, collection: str, chunks: list[common_pb2.Chunk], expected: dict[str, str]) -> UpsertResult:
@@ -214,8 +209,7 @@ class OpenSearchBm25Engine:
         changed: list[str] = []
         actions: list[dict[str, Any]] = []
         for doc_id, doc_chunks in by_doc.items():
-            new_hash = doc_chunks[0].content_hash
-            if stored.get(doc_id) == {new_hash: len(doc_chunks)}:
+            if stored.get(doc_id) == {version_of(doc_chunks[0]): len(doc_chunks)}:  # the same content and readers
                 result.documents_unchanged += 1
                 continue
             changed.append(doc_id)
@@ -228,7 +222,8 @@ class OpenSearchBm25Engine:
                         "flat": indexed_text(c.title, c.heading, c.text), "title": c.title, "heading": c.heading,
                         "text": c.text, "doc_id": c.doc_id, "position": c.position,
                         "content_hash": c.content_hash, "write_id": write_id, "first_chunk": n == 0,
-                        "meta": dict(c.metadata), SPAN: span_payload(c.span),
+                        "meta": dict(c.metadata), SPAN: span_payload(c.span), **acl_payload(c.acl),
+                        READERS_KEY: readers_key_of(c.acl),
                         **{field_name(key): c.metadata[key] for key in fields if c.metadata.get(key)},
                     },
                 })
@@ -286,11 +281,12 @@ class OpenSearchBm25Engine:
     def _text_query(self, text: str, collection: str, fuzzy: bool) -> dict[str, Any]:
         return text_query(text, self.fields_of(collection), self.title_boost, fuzzy)
 
-    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False, text_depth=0):
+    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False, text_depth=0,
+                     readers=None):
         if not await self._exists(collection):
             return [[] for _ in queries]
         index = self.index(collection)
-        must, must_not = filter_clauses(filters)
+        must, must_not = (a + b for a, b in zip(filter_clauses(filters), readers_clauses(readers)))
         lines: list[dict[str, Any]] = []
         for text in queries:
             lines.append({"index": index, "search_type": self.search_type})
@@ -320,16 +316,18 @@ class OpenSearchBm25Engine:
             ])
         return lists
 
-    async def correct(self, collection: str, query: str) -> str:
+    async def correct(self, collection: str, query: str, readers=None) -> str:
         return query  # no term-level look-ups here (see the module docstring)
 
-    async def stats(self, collection: str) -> EngineStats:
+    async def stats(self, collection: str, readers=None) -> EngineStats:
         docs = chunks = 0
         details = {**self.description, "index": self.index(collection), "language": self._language_of(collection)}
         if await self._exists(collection):
             index = self.index(collection)
-            docs = await self._count(index, {"term": {"first_chunk": True}})
-            chunks = await self._count(index)
+            within, without = readers_clauses(readers)
+            docs = await self._count(index, {"bool": {"filter": [{"term": {"first_chunk": True}}, *within],
+                                                      "must_not": without}})
+            chunks = await self._count(index, {"bool": {"filter": within, "must_not": without}} if within else None)
             details["score_scale"] = f"{await self.score_scale():.6g}"
         return EngineStats(self.name, docs, chunks, details)
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from hybridsearch.bm25.analyzer import SNOWBALL, STOPWORD_LISTS
 from hybridsearch.bm25.engine import field_name
+from hybridsearch.security.acl import ALLOW, DENY
 from hybridsearch.text.language import AUTO
 from hybridsearch.storage.stores import (
     SPAN,
@@ -68,6 +69,12 @@ def analysis_chain(stemmer: str, stopwords: str, language: str) -> tuple[dict[st
 
 
 SPAN_MAPPING = {"type": "integer", "index": False}  # a chunk's SourceSpan, stored only
+# Fields added after indexes were first made: a new index has them, an older one gets them (put mapping) before
+# its first write here. Readers (security/acl.py): allow and deny terms, and READERS_KEY, which names both so a
+# write tells a new acl from the stored one in its version look-up.
+READERS_KEY = "readers_key"
+LATE_FIELDS: dict[str, Any] = {SPAN: SPAN_MAPPING, ALLOW: {"type": "keyword"}, DENY: {"type": "keyword"},
+                               READERS_KEY: {"type": "keyword"}}
 
 
 def index_body(*, k1: float, b: float, stemmer: str, stopwords: str, shards: int, replicas: int,
@@ -106,7 +113,7 @@ def index_body(*, k1: float, b: float, stemmer: str, stopwords: str, shards: int
                 # One chunk a document carries it: exact document counts and hash look-ups.
                 "first_chunk": {"type": "boolean"},
                 "meta": {"type": "object", "dynamic": True},
-                SPAN: SPAN_MAPPING,
+                **LATE_FIELDS,
             },
         },
     }

@@ -20,6 +20,8 @@ from hybridsearch.bm25.fuzzy import FUZZY_WEIGHT, MAX_EXPANSIONS, MIN_FUZZY_CHAR
 from hybridsearch.storage.stores import (
     EngineUnavailable,
 )
+from hybridsearch.bm25.opensearch_index import READERS_KEY
+from hybridsearch.security.acl import ALLOW, DENY, readers_key_of, refused, wanted
 from hybridsearch.v1 import common_pb2
 
 
@@ -36,6 +38,39 @@ def filter_clauses(filters: list[common_pb2.MetadataFilter]) -> tuple[list[dict]
         elif which == "not_equals":
             must_not.append({"term": {key: f.not_equals}})
     return must, must_not
+
+
+def readers_clauses(readers: common_pb2.Readers | None) -> tuple[list[dict], list[dict]]:
+    """(filter, must_not) clauses of what `readers` may read (security/acl.py): a terms filter on the allow terms
+    (a chunk indexed before readers were kept has none: the collection default's), none of theirs denied."""
+    if readers is None:
+        return [], []
+    may: list[dict] = [{"terms": {ALLOW: wanted(readers)}}]
+    if readers.default_readable:
+        may.append({"bool": {"must_not": [{"exists": {"field": ALLOW}}]}})
+    denied = refused(readers)
+    return [{"bool": {"should": may, "minimum_should_match": 1}}], ([{"terms": {DENY: denied}}] if denied else [])
+
+
+def versions_query(ids: list[str]) -> dict[str, Any]:
+    """The search that tells, for each of these documents, what versions of it the index holds (stored_versions)."""
+    readers = {"terms": {"field": READERS_KEY, "size": 2, "missing": readers_key_of(common_pb2.Acl())}}
+    return {"size": 0, "query": {"terms": {"doc_id": ids}},
+            "aggs": {"docs": {"terms": {"field": "doc_id", "size": len(ids)},
+                              "aggs": {"hashes": {"terms": {"field": "content_hash", "size": 2},
+                                                  "aggs": {"readers": readers}}}}}}
+
+
+def version_of(chunk: common_pb2.Chunk) -> str:
+    """A chunk's version: its document's content hash and readers (READERS_KEY; before readers: the default's)."""
+    return f"{chunk.content_hash} {readers_key_of(chunk.acl)}"
+
+
+def stored_versions(response: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """Document id -> {version: chunks} from a versions_query's response (one version: a whole write)."""
+    return {bucket["key"]: {f'{h["key"]} {r["key"]}': r["doc_count"] for h in bucket["hashes"]["buckets"]
+                            for r in h["readers"]["buckets"]}
+            for bucket in response["aggregations"]["docs"]["buckets"]}
 
 
 def check_search_response(response: dict[str, Any]) -> dict[str, Any]:

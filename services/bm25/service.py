@@ -18,10 +18,10 @@ from hybridsearch.config.collections import collection_config
 from hybridsearch.config.settings import Settings, get_settings
 from hybridsearch.runtime.server import serve
 from hybridsearch.storage.store_servicer import StoreServicerMixin, StoreSnapshotsMixin, check_leg_search, trim_texts
-from hybridsearch.storage.stores import EngineUnavailable
 from hybridsearch.contract.limits import MAX_QUERY_CHARS
 from hybridsearch.contract.validation import check_collection
 from hybridsearch.contract.errors import InvalidArgument, abort_invalid
+from hybridsearch.security.acl import of_request
 from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2
 
 
@@ -89,13 +89,9 @@ class Bm25Servicer(StoreServicerMixin, StoreSnapshotsMixin, bm25_pb2_grpc.Bm25Se
         except InvalidArgument as err:
             await abort_invalid(context, err)
         started = time.perf_counter()
-        try:
-            async with self.gates.using(collection):
-                lists = await self.engine.search(collection, [q.text for q in request.queries], request.limit,
-                                                 filters, tuple(request.metadata_fields), fuzzy=request.fuzzy,
-                                                 text_depth=request.text_depth)
-        except EngineUnavailable as err:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
+        lists = await self._on(collection, context, self.engine.search(
+            collection, [q.text for q in request.queries], request.limit, filters, tuple(request.metadata_fields),
+            fuzzy=request.fuzzy, text_depth=request.text_depth, readers=of_request(request)))
         return common_pb2.LegSearchResponse(
             engine=self.engine.name, timings_ms={"engine": (time.perf_counter() - started) * 1000},
             lists=trim_texts([
@@ -122,11 +118,9 @@ class Bm25Servicer(StoreServicerMixin, StoreSnapshotsMixin, bm25_pb2_grpc.Bm25Se
                 raise InvalidArgument(f"query is {len(request.query)} characters; the limit is {MAX_QUERY_CHARS}")
         except InvalidArgument as err:
             await abort_invalid(context, err)
-        try:
-            async with self.gates.using(collection):
-                return bm25_pb2.CorrectResponse(query=await self.engine.correct(collection, request.query))
-        except EngineUnavailable as err:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, f"{self.engine.name}: {err}")
+        corrected = await self._on(collection, context,
+                                   self.engine.correct(collection, request.query, of_request(request)))
+        return bm25_pb2.CorrectResponse(query=corrected)
 
 
 async def main() -> None:

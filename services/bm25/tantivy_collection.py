@@ -24,6 +24,9 @@ from hybridsearch.storage.stores import (
     COLLECTION_RECORD, BuiltHits, EngineUnavailable, UpsertResult, SPAN, chunk_from_payload, chunks_by_document, content_of, picked_metadata, span_of,
     span_payload, stored_content, unchanged_since,
 )
+from hybridsearch.bm25.tantivy_queries import filter_clauses, lookups, meta_term, reader_clauses, reader_terms, term, \
+    term_freq
+from hybridsearch.security.acl import acl_payload, same_readers
 from hybridsearch.v1 import common_pb2
 
 log = logging.getLogger(__name__)
@@ -75,10 +78,6 @@ class Delete:
 Write = Upsert | Delete
 
 
-def meta_term(key: str, value: str) -> str:
-    return f"{key}={value}"
-
-
 class TantivyCollection:
     """One tantivy index on disk, its single writer and a reader reloaded after every commit."""
 
@@ -111,14 +110,11 @@ class TantivyCollection:
 
     # --- reads ---------------------------------------------------------------------------------------
 
-    def _term(self, field: str, value) -> tantivy.Query:
-        return tantivy.Query.term_query(self.schema, field, value, index_option="basic")
-
     def _chunk_count(self, searcher: tantivy.Searcher, doc_id: str) -> int:
-        return searcher.search(self._term("doc_id", doc_id), 1, count=True).count
+        return searcher.search(term(self.schema, "doc_id", doc_id), 1, count=True).count
 
     def _chunks_of(self, searcher: tantivy.Searcher, doc_id: str) -> list[dict]:
-        result = searcher.search(self._term("doc_id", doc_id), MAX_HITS_PER_DOC, count=False)
+        result = searcher.search(term(self.schema, "doc_id", doc_id), MAX_HITS_PER_DOC, count=False)
         return [_payload(searcher, addr) for _, addr in result.hits]
 
     def _scoring(self, terms: list[WeightedTerm]) -> tantivy.Query | None:
@@ -131,47 +127,30 @@ class TantivyCollection:
         return tantivy.Query.boolean_query(clauses)
 
     def _weighted(self, field: str, term: WeightedTerm) -> tantivy.Query:
-        query = tantivy.Query.term_query(self.schema, field, term.term, index_option="freq")
+        query = term_freq(self.schema, field, term.term)
         return query if term.weight == EXACT_WEIGHT else tantivy.Query.boost_query(query, term.weight)
 
-    def _lookups(self, searcher: tantivy.Searcher) -> tuple:
-        """fuzzy.py's look-ups on the body field: the analyzer, doc_freq, with_prefix."""
-        return (self.analyzer.analyze_query, lambda term: searcher.doc_freq("body", term),
-                lambda prefix, n: searcher.terms_with_prefix("body", prefix, limit=n))
-
-    def _terms(self, searcher: tantivy.Searcher, query: str, fuzzy: bool) -> list[WeightedTerm]:
+    def _terms(self, searcher: tantivy.Searcher, query: str, fuzzy: bool, restrict: list = ()) -> list[WeightedTerm]:
         if not fuzzy or not self.analyzer.typo_tolerant:  # hashed terms: exact only (the gateway says so)
             return exact_terms(self.analyzer.analyze_query(query))
-        return expand_query(query, *self._lookups(searcher))
+        return expand_query(query, *lookups(self.schema, searcher, self.analyzer, restrict))
 
-    def correct(self, query: str) -> str:
+    def correct(self, query: str, readers: common_pb2.Readers | None = None) -> str:
         if not self.analyzer.typo_tolerant:
             return query
-        return correct_query(query, *self._lookups(self.index.searcher()))
-
-    def _filter(self, filters) -> list[tuple]:
-        clauses = []
-        for f in filters:
-            which = f.WhichOneof("condition")
-            if which == "equals":
-                q = self._term("meta", meta_term(f.field, f.equals))
-                clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(q, 0.0)))
-            elif which == "any_of":
-                q = tantivy.Query.term_set_query(self.schema, "meta", [meta_term(f.field, v) for v in f.any_of.values])
-                clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(q, 0.0)))
-            elif which == "not_equals":
-                clauses.append((tantivy.Occur.MustNot, self._term("meta", meta_term(f.field, f.not_equals))))
-        return clauses
+        return correct_query(query, *lookups(self.schema, self.index.searcher(), self.analyzer,
+                                             reader_clauses(self.schema, readers)))
 
     def search(self, queries: list[str], limit: int, filters, metadata_fields=(),
-               fuzzy: bool = False, text_depth: int = 0) -> list[list[common_pb2.LegHit]]:
+               fuzzy: bool = False, text_depth: int = 0,
+               readers: common_pb2.Readers | None = None) -> list[list[common_pb2.LegHit]]:
         """One list per query; hits ranked below `text_depth` (> 0) without their title and text (the gateway reads
         the few it shows from the store), as store_servicer.trim_texts would leave them, not built to be cleared."""
         payloads, searcher = self._reader()
-        restrict = self._filter(filters)
+        restrict = filter_clauses(self.schema, filters) + reader_clauses(self.schema, readers)
         lists = []
         for query in queries:
-            scoring = self._scoring(self._terms(searcher, query, fuzzy))
+            scoring = self._scoring(self._terms(searcher, query, fuzzy, restrict))
             if scoring is None or limit <= 0 or searcher.num_docs == 0:
                 lists.append([])
                 continue
@@ -212,17 +191,23 @@ class TantivyCollection:
         self.index.reload()
         self._payloads = {}
 
-    def stats(self) -> tuple[int, int, dict[str, str]]:
-        """(documents, chunks, details) from one searcher."""
+    def stats(self, readers: common_pb2.Readers | None = None) -> tuple[int, int, dict[str, str]]:
+        """(documents, chunks, details) from one searcher; with `readers`, the documents and chunks they may read."""
         searcher = self.index.searcher()
-        first_chunks = searcher.search(self._term("position", 0), 1, count=True).count
-        return first_chunks, searcher.num_docs, {"segments": str(searcher.num_segments)}
+        restrict = reader_clauses(self.schema, readers)
+
+        def count(query: tantivy.Query) -> int:
+            if restrict:
+                query = tantivy.Query.boolean_query([(tantivy.Occur.Must, query), *restrict])
+            return searcher.search(query, 1, count=True).count
+        chunks = count(tantivy.Query.all_query()) if restrict else searcher.num_docs
+        return count(term(self.schema, "position", 0)), chunks, {"segments": str(searcher.num_segments)}
 
     def content_hashes(self, doc_ids: list[str]) -> dict[str, str]:
         searcher = self.index.searcher()
         out = {}
         for doc_id in doc_ids:
-            result = searcher.search(self._term("doc_id", doc_id), 1, count=False)
+            result = searcher.search(term(self.schema, "doc_id", doc_id), 1, count=False)
             if result.hits:
                 out[doc_id] = _payload(searcher, result.hits[0][1])["content_hash"]
         return out
@@ -250,11 +235,13 @@ class TantivyCollection:
         doc.add_text("doc_id", c.doc_id)
         for key, value in c.metadata.items():
             doc.add_text("meta", meta_term(key, value))
+        for reader in reader_terms(c.acl):
+            doc.add_text("meta", reader)
         doc.add_unsigned("position", c.position)
         doc.add_bytes("payload", orjson.dumps({
             "chunk_id": c.chunk_id, "doc_id": c.doc_id, "position": c.position, **stored_content(c),
             "metadata": dict(c.metadata), "content_hash": c.content_hash,
-            "written_at_ms": c.written_at_ms, SPAN: span_payload(c.span),
+            "written_at_ms": c.written_at_ms, SPAN: span_payload(c.span), **acl_payload(c.acl),
         }))
         return doc
 
@@ -275,16 +262,16 @@ class TantivyCollection:
     def _apply(self, writes: Sequence[Write]) -> list[UpsertResult | tuple[int, int]]:
         """Under the lock: every write added, one commit; any failure rolls the whole group back."""
         searcher = self.index.searcher()
-        # A document an earlier write of this group changed: (content hash, chunks) it will have, (None, 0)
-        # once deleted. The searcher still sees the last commit, so later writes of the group read this.
-        pending: dict[str, tuple[str | None, int]] = {}
+        # A document an earlier write of this group changed: (content hash, chunks, readers) it will have,
+        # (None, 0, {}) once deleted. The searcher still sees the last commit, so later writes of the group read this.
+        pending: dict[str, tuple[str | None, int, dict]] = {}
 
-        def stored(doc_id: str) -> tuple[str | None, int]:
+        def stored(doc_id: str) -> tuple[str | None, int, dict]:
             if doc_id in pending:
                 return pending[doc_id]
             payloads = self._chunks_of(searcher, doc_id)
             hashes = {p["content_hash"] for p in payloads}
-            return (hashes.pop() if len(hashes) == 1 else None), len(payloads)
+            return (hashes.pop() if len(hashes) == 1 else None), len(payloads), payloads[0] if payloads else {}
 
         results: list[UpsertResult | tuple[int, int]] = []
         changed = False
@@ -293,12 +280,13 @@ class TantivyCollection:
                 if isinstance(write, Upsert):
                     result = UpsertResult()
                     for doc_id, doc_chunks in chunks_by_document(write.chunks).items():
-                        content_hash, count = stored(doc_id)
+                        content_hash, count, first = stored(doc_id)
                         if write.expected is not None and not unchanged_since(write.expected, doc_id, content_hash,
                                                                               count, len(doc_chunks)):
                             result.documents_unchanged += 1
                             continue
-                        if content_hash == doc_chunks[0].content_hash and count == len(doc_chunks):
+                        if content_hash == doc_chunks[0].content_hash and count == len(doc_chunks) and \
+                                same_readers(first, doc_chunks[0].acl):  # new readers: indexed again, no new text
                             result.documents_unchanged += 1
                             continue
                         if count:
@@ -306,7 +294,7 @@ class TantivyCollection:
                         analyzer = self.analyzer.for_document(" ".join(c.text for c in doc_chunks))
                         for c in doc_chunks:
                             self.writer.add_document(self._document(c, analyzer))
-                        pending[doc_id] = (doc_chunks[0].content_hash, len(doc_chunks))
+                        pending[doc_id] = (doc_chunks[0].content_hash, len(doc_chunks), acl_payload(doc_chunks[0].acl))
                         result.documents_written += 1
                         result.chunks_written += len(doc_chunks)
                     changed |= result.documents_written > 0
@@ -317,7 +305,7 @@ class TantivyCollection:
                         count = pending[doc_id][1] if doc_id in pending else self._chunk_count(searcher, doc_id)
                         if count:
                             self.writer.delete_documents_by_term("doc_id", doc_id)
-                            pending[doc_id] = (None, 0)
+                            pending[doc_id] = (None, 0, {})
                             docs, chunks = docs + 1, chunks + count
                     changed |= chunks > 0
                     results.append((docs, chunks))

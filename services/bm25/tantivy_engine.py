@@ -148,24 +148,25 @@ class TantivyBm25Engine(FolderCollections):
             return 0, 0
         return await self._write(collection, Delete(doc_ids))
 
-    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False, text_depth=0):
+    async def search(self, collection, queries, limit, filters, metadata_fields=(), fuzzy=False, text_depth=0,
+                     readers=None):
         if not self._exists(collection):
             return [[] for _ in queries]
-        return await asyncio.to_thread(lambda: self._collection(collection).search(queries, limit, filters,
-                                                                                   metadata_fields, fuzzy, text_depth))
+        return await asyncio.to_thread(lambda: self._collection(collection).search(
+            queries, limit, filters, metadata_fields, fuzzy, text_depth, readers))
 
-    async def correct(self, collection, query):
+    async def correct(self, collection, query, readers=None):
         if not self._exists(collection):
             return query
-        return await asyncio.to_thread(lambda: self._collection(collection).correct(query))
+        return await asyncio.to_thread(lambda: self._collection(collection).correct(query, readers))
 
-    async def stats(self, collection):
+    async def stats(self, collection, readers=None):
         docs, chunks, details = 0, 0, {}
         language, analyzer = self.analyzers.declared(collection), self.analyzers.for_collection(collection)
         if self._exists(collection):
             def read() -> tuple[TantivyCollection, tuple[int, int, dict[str, str]]]:
                 opened = self._collection(collection)
-                return opened, opened.stats()
+                return opened, opened.stats(readers)
 
             opened, (docs, chunks, details) = await asyncio.to_thread(read)
             language, analyzer = opened.language, opened.analyzer

@@ -8,7 +8,7 @@ install (no `tools` extra) still starts `serve`, `doctor`, `query`; a tool whose
 from hybridsearch.cli.base import SAMPLE_CORPUS, SAMPLE_QUERY, app, console
 
 # Registration order is the help's order: each module adds its commands to `app` on import.
-from hybridsearch.cli import serve, search, resources, ops, snapshots, aliases, sealing, quality, perf, hops  # noqa: E402,F401  isort: skip
+from hybridsearch.cli import serve, search, resources, ops, snapshots, aliases, sealing, quality, perf, hops, readers  # noqa: E402,F401  isort: skip
 from hybridsearch.cli.shell import prompt  # noqa: E402,F401  isort: skip  (`shell`, after the resources)
 from hybridsearch.cli.quality import write_between_markers
 from hybridsearch.cli.search import highlighted, parse_filters, print_response

@@ -51,22 +51,31 @@ def index(
     follow_symlinks: Annotated[bool, typer.Option(help="follow symlinks that leave the folder (skipped otherwise)")] = False,
     dry_run: Annotated[bool, typer.Option(help="read and check every file, show what would be indexed and skipped, "
                                                "write nothing")] = False,
+    acl: Annotated[Optional[list[str]], typer.Option("--acl", help="readers of every document that names none (a "
+                                                     "folder's .acl files and front matter `acl:` name their own): "
+                                                     "group:hr, user:ana, !user:bob denies, * everyone; repeat")] = None,
 ):
     """Index documents through the gateway (read, chunk, embed, write to both stores). Every file is indexed or
     skipped with its reason; exit 3 when some offered file or record was skipped, 1 when nothing was indexed."""
     from hybridsearch.corpus import open_corpus
     from hybridsearch.readers.jsondocs import FieldMap
+    from hybridsearch.security.acl import parse_acl
 
     collection = target_collection(path, collection)
     try:
         fields = FieldMap.parse(field_map or [])
     except ValueError as err:
         raise typer.BadParameter(str(err), param_hint="--field-map") from None
+    try:
+        readers = parse_acl(acl, "--acl") if acl else None
+    except ValueError as err:  # PrincipalError
+        raise typer.BadParameter(str(err), param_hint="--acl") from None
     started = time.perf_counter()
     with progress_bar() as progress:
         task = progress.add_task(f"{'reading' if dry_run else 'indexing into'} {collection}")
         advance_files = lambda: progress.advance(task)  # noqa: E731
-        corpus = open_corpus(path, include, exclude, fields, on_file=advance_files, follow_symlinks=follow_symlinks)
+        corpus = open_corpus(path, include, exclude, fields, on_file=advance_files, follow_symlinks=follow_symlinks,
+                             acl=readers)
         progress.update(task, total=corpus.count)
         if dry_run:
             documents = list(corpus.documents)

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Callable, Iterable
+from collections.abc import AsyncIterable, Callable, Iterable, Sequence
 
 import grpc
 
@@ -35,11 +35,11 @@ async def _call(method, request, timeout: float | None):
 
 class AsyncGatewayClient:
     def __init__(self, address: str | None = None, api_key: str | None = None, *,
-                 settings: Settings | None = None) -> None:
+                 settings: Settings | None = None, act_for: Sequence[str] = ()) -> None:
         settings = settings or get_settings()
         self.address = address or settings.endpoints.addr("gateway")
         self.channel = aio_gateway_channel(self.address, [*CHANNEL_OPTIONS, *RETRY_OPTIONS], key=api_key,
-                                           settings=settings)
+                                           settings=settings, act_for=act_for)
         self.search_stub = search_pb2_grpc.SearchServiceStub(self.channel)
         self.ingest_stub = ingest_pb2_grpc.IngestServiceStub(self.channel)
         self.collections_stub = collections_pb2_grpc.CollectionServiceStub(self.channel)

@@ -13,6 +13,7 @@ from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 
 from hybridsearch.query import legs
 from hybridsearch.contract.limits import KiB, UPSERT_REQUEST_BYTES
+from hybridsearch.security.acl import parse_acl
 from hybridsearch.v1 import common_pb2, fusion_pb2, ingest_pb2, search_pb2
 
 Mode = Literal["bm25", "vector", "hybrid"]
@@ -104,16 +105,19 @@ def _metadata_value(field: str, value: MetadataValue) -> str:
 
 
 def document(id: str, text: str = "", title: str = "", metadata: Mapping[str, MetadataValue] | None = None,
-             **fields: MetadataValue) -> ingest_pb2.Document:
+             acl: Sequence[str] | None = None, **fields: MetadataValue) -> ingest_pb2.Document:
     """`document("a1", "text...", title="A", lang="en")`, or the same metadata as a mapping:
     `document("a1", "text...", title="A", metadata={"lang": "en"})` (both may be given; a field named in
-    both is refused). Values become strings; a list joins with commas (`tags=["db", "ops"]`)."""
+    both is refused). Values become strings; a list joins with commas (`tags=["db", "ops"]`). `acl`: who may
+    read it (`["group:hr", "user:ana", "!user:bob"]`: `!` denies, `*` is everyone; security/acl.py); None: the
+    collection's default readers."""
     both = sorted(set(metadata or {}) & set(fields))
     if both:
         raise ValueError(f"metadata field(s) {', '.join(both)} given both in metadata= and as keywords")
     merged = {**(metadata or {}), **fields}
     return ingest_pb2.Document(id=id, title=title, text=text,
-                               metadata={k: _metadata_value(k, v) for k, v in merged.items()})
+                               metadata={k: _metadata_value(k, v) for k, v in merged.items()},
+                               acl=parse_acl(acl, f"document {id!r} acl") if acl is not None else None)
 
 
 def upsert_requests(collection: str, documents: Iterable[ingest_pb2.Document], batch_size: int,

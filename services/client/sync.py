@@ -15,7 +15,7 @@ HYBRIDSEARCH_TLS__*) or the arguments: security/access.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import grpc
 
@@ -51,10 +51,13 @@ def _call(method, request, timeout: float | None):
 
 class GatewayClient:
     def __init__(self, address: str | None = None, api_key: str | None = None, *,
-                 settings: Settings | None = None) -> None:
+                 settings: Settings | None = None, act_for: Sequence[str] = ()) -> None:
+        """`act_for`: the principals of the user this client searches for (`user:ana`, `group:eng`), which the key
+        must be allowed to assert (`keys create --may-act-for`); none: the key's own."""
         settings = settings or get_settings()
         self.address = address or settings.endpoints.addr("gateway")
-        self.channel = gateway_channel(self.address, [*CHANNEL_OPTIONS, *RETRY_OPTIONS], key=api_key, settings=settings)
+        self.channel = gateway_channel(self.address, [*CHANNEL_OPTIONS, *RETRY_OPTIONS], key=api_key, settings=settings,
+                                       act_for=act_for)
         self.search_stub = search_pb2_grpc.SearchServiceStub(self.channel)
         self.ingest_stub = ingest_pb2_grpc.IngestServiceStub(self.channel)
         self.collections_stub = collections_pb2_grpc.CollectionServiceStub(self.channel)

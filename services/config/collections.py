@@ -29,7 +29,9 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from hybridsearch.security.acl import checked_acl
 from hybridsearch.text.language import check_collection_language
+from hybridsearch.v1 import common_pb2
 from hybridsearch.contract.validation import COLLECTION_NAME, FIELD_NAME, split_generation
 
 # Built into every collection: the document's title and its text (chunked).
@@ -60,6 +62,21 @@ class MetadataBoost(BaseModel):
         return value
 
 
+class DefaultReaders(BaseModel):
+    """Who reads a document of the collection that names no readers of its own (security/acl.py): principals
+    (user:<name>, group:<name>) or `*`. An empty `allow` (the default): every caller the collection admits. Read
+    on every search, so a change applies to those documents at once, with nothing written again."""
+
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _principals(self) -> "DefaultReaders":
+        checked = checked_acl(common_pb2.Acl(allow=self.allow, deny=self.deny), "acl")
+        self.allow, self.deny = list(checked.allow), list(checked.deny)
+        return self
+
+
 class CollectionConfig(BaseModel):
     # Typo tolerance by default for this collection's queries (a request's `fuzzy` overrides it).
     fuzzy: bool = False
@@ -84,6 +101,8 @@ class CollectionConfig(BaseModel):
     # A sealed collection's BM25 terms: `clear` (stems) or `hashed` (keyed hashes of the same stems: the same
     # ranking, no prefix or typo matching; security/hashed_terms.py). Only a sealed collection hashes its terms.
     sealed_terms: SealedTerms = SealedTerms.CLEAR
+    # The readers of a document that names none (Document.acl unset; docs/security.md "Document readers").
+    acl: DefaultReaders = Field(default_factory=DefaultReaders)
 
     @model_validator(mode="after")
     def _hashed_terms_need_a_seal(self) -> "CollectionConfig":

@@ -33,6 +33,7 @@ from hybridsearch.security.sealing import CollectionSeal, Sealer, SealingError
 from hybridsearch.contract.validation import check_collection, check_filters
 from hybridsearch.contract.errors import InvalidArgument, Refusal, abort_invalid
 from hybridsearch.expansion.cache import ExpansionCache
+from hybridsearch.security.acl import of_request, readers_key
 from hybridsearch.expansion.llm import PROMPT_VERSION, LlmError, LlmExpander
 from hybridsearch.expansion.prf import feedback_terms, prf_variants
 from hybridsearch.expansion.signals import dominant_top_hit, strong_signal
@@ -107,6 +108,8 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
             f"prf={self.cfg.prf_docs}/{self.cfg.prf_terms}", filters_key(filters),
             f"lang={language.language}/{documents_language}",
             *(["fuzzy"] if request.fuzzy else []),  # appended: keys without typo tolerance stay as they were
+            # whom the probe read for: one reader's feedback (or skip) is never another's (security/acl.py)
+            *([readers_key(readers)] if (readers := of_request(request)) is not None else []),
             seal=seal,
         )
         with self.tracer.start_as_current_span("expansion.cache_get") as span:
@@ -119,7 +122,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
             return response
 
         response = await self._expand(request.query, collection, filters, generator, language.language,
-                                      documents_language, context, request.fuzzy, seal)
+                                      documents_language, context, request.fuzzy, seal, readers)
         # A fallback's variants are not what the key names (the LLM's): the next query tries the LLM again.
         if (response.generator != "none" or response.skipped) and not response.fallback_reason:
             await self.cache.put(key, _to_dict(response), seal)
@@ -127,7 +130,8 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
         return response
 
     async def _expand(self, query, collection, filters, generator, language, documents_language,
-                      context, fuzzy=False, seal: CollectionSeal | None = None) -> expansion_pb2.ExpandResponse:
+                      context, fuzzy=False, seal: CollectionSeal | None = None,
+                      readers: common_pb2.Readers | None = None) -> expansion_pb2.ExpandResponse:
         hashed = hashes_terms(seal)
         try:
             probe = await self.bm25.Search(
@@ -135,6 +139,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
                     collection=collection, limit=PROBE_HITS, filters=filters, fuzzy=fuzzy and not hashed,
                     queries=[common_pb2.LegQuery(text=self.terms.query(seal, query) if hashed else query,
                                                  kind=common_pb2.QUERY_KIND_ORIGINAL)],
+                    readers=readers,  # feedback only from documents the caller may read
                 ),
                 timeout=_remaining(context),
             )

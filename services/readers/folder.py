@@ -23,10 +23,12 @@ from pathlib import Path
 
 from hybridsearch.contract.validation import check_document
 from hybridsearch.contract.errors import InvalidArgument
+from hybridsearch.readers.acl_files import ACL_FILE, FolderReaders, with_readers
 from hybridsearch.readers.base import SourceFile
+from hybridsearch.security.principals import PrincipalError
 from hybridsearch.readers.jsondocs import FieldMap
 from hybridsearch.readers.registry import READERS, Kind, ReaderMissing, reader
-from hybridsearch.v1 import ingest_pb2
+from hybridsearch.v1 import common_pb2, ingest_pb2
 
 log = logging.getLogger(__name__)
 NO_EXTENSION = "(none)"
@@ -53,6 +55,7 @@ class Reason(Enum):
     BAD_RECORD = "bad JSON line"
     NO_TEXT = "no text"
     REFUSED = "refused by the gateway"
+    BAD_READERS = "readers not valid"  # its front matter's `acl:` or the `.acl` file above it (readers/acl_files.py)
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,11 @@ class Folder:
     skips: list[Skip] = field(default_factory=list)  # what was offered and not indexed, in path order
     indexed_files: set[str] = field(default_factory=set)  # files at least one document came from
     _ids: dict[str, str] = field(default_factory=dict)  # document id -> the source that gave it
+    acl: common_pb2.Acl | None = None  # `index --acl`: the readers of files no `.acl` or front matter names any for
+    readers: FolderReaders = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.readers = FolderReaders(self.root, self.acl)
 
     def _walk(self) -> Iterator[Path]:
         """Every file under the root, hidden and dependency folders left out; folder symlinks followed only with
@@ -154,7 +162,7 @@ class Folder:
                     self.skips.append(Skip(rel, Reason.SYMLINK_OUTSIDE,
                                            f"a link to {target}: --follow-symlinks follows it"))
                     continue
-            elif not path.is_file():
+            elif not path.is_file() or path.name == ACL_FILE:  # a folder's readers (readers/acl_files.py), no document
                 continue
             out.append(path)
         return out
@@ -185,8 +193,11 @@ class Folder:
                 return self._skip(rel, Reason.BINARY, why)
             read = reader(kind, fields=self.fields) if kind is Kind.JSON else reader(kind)
             documents = list(read.read(SourceFile(path, self.root)))
+            own = self.readers.of(path)
         except ReaderMissing as err:
             return self._skip(rel, Reason.READER_MISSING, str(err))
+        except PrincipalError as err:
+            return self._skip(rel, Reason.BAD_READERS, str(err))
         except Exception as err:  # one unreadable file (bad JSON, a broken PDF) must not stop the folder
             log.warning("skipped %s: %s", path, err)
             return self._skip(rel, Reason.UNREADABLE, f"{type(err).__name__}: {err}")
@@ -197,7 +208,7 @@ class Folder:
         elif not documents:
             return self._skip(rel, Reason.NO_TEXT, "the reader found nothing to index")
         kept = []
-        for doc in documents:
+        for doc in with_readers(documents, own):
             where = f"{rel} ({doc.id})" if records and len(documents) > 1 else rel
             try:
                 check_document(doc, where)

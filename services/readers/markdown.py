@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import frontmatter
 
+from hybridsearch.readers.acl_files import parse_acl_entries
 from hybridsearch.readers.base import SourceFile, markdown_title, metadata
 from hybridsearch.v1 import ingest_pb2
 
@@ -26,7 +27,9 @@ class MarkdownReader:
         raw = source.text()
         fields, body, start = split_front_matter(raw)
         title = str(fields.pop("title", "") or "") or markdown_title(body, source.path.stem)
+        readers = fields.pop("acl", None)  # its readers (readers/acl_files.py), not metadata
         yield ingest_pb2.Document(
             id=source.doc_id, title=title, text=body, metadata=metadata(source.fields(), fields),
             source_line_offset=raw.count("\n", 0, start), source_char_offset=start,
+            acl=parse_acl_entries(readers, f"{source.path.name}: front matter acl") if readers is not None else None,
         )

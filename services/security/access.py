@@ -16,6 +16,7 @@ import grpc
 
 from hybridsearch.security.apikeys import client_key, ensure_local_admin, local_auth_dir, write_private
 from hybridsearch.config.settings import Settings, get_settings
+from hybridsearch.security.principals import ACT_FOR_HEADER
 from hybridsearch.runtime.server import CHANNEL_OPTIONS
 from hybridsearch.security.tls import TlsFiles, aio_channel, ensure_local_certificates, sync_channel
 
@@ -27,8 +28,11 @@ def api_key(settings: Settings) -> str | None:
     return client_key(settings.data_dir, explicit)
 
 
-def key_metadata(key: str | None) -> Metadata:
-    return (("authorization", f"Bearer {key}"),) if key else ()
+def key_metadata(key: str | None, act_for: Sequence[str] = ()) -> Metadata:
+    """The metadata every call carries: the key, and whom it acts for (a user and their groups; the key must be
+    allowed to: `keys create --may-act-for`)."""
+    acting = ((ACT_FOR_HEADER, ",".join(act_for)),) if act_for else ()
+    return ((("authorization", f"Bearer {key}"),) if key else ()) + acting
 
 
 class _CallDetails(
@@ -63,11 +67,11 @@ class SyncKeyMetadata(grpc.UnaryUnaryClientInterceptor, grpc.StreamUnaryClientIn
 
 
 def gateway_channel(address: str, options: Sequence = CHANNEL_OPTIONS, key: str | None = None,
-                    settings: Settings | None = None) -> grpc.Channel:
-    """A blocking channel to the gateway whose every call carries the API key."""
+                    settings: Settings | None = None, act_for: Sequence[str] = ()) -> grpc.Channel:
+    """A blocking channel to the gateway whose every call carries the API key (and whom it acts for)."""
     settings = settings or get_settings()
     channel = sync_channel(address, settings, options, internal=False)
-    metadata = key_metadata(key or api_key(settings))
+    metadata = key_metadata(key or api_key(settings), act_for)
     return grpc.intercept_channel(channel, SyncKeyMetadata(metadata)) if metadata else channel
 
 
@@ -96,10 +100,10 @@ class StreamKeyMetadata(_KeyMetadata, grpc.aio.StreamUnaryClientInterceptor):
 
 
 def aio_gateway_channel(address: str, options: Sequence = CHANNEL_OPTIONS, key: str | None = None,
-                        settings: Settings | None = None) -> grpc.aio.Channel:
-    """An asyncio channel to the gateway whose every call carries the API key."""
+                        settings: Settings | None = None, act_for: Sequence[str] = ()) -> grpc.aio.Channel:
+    """An asyncio channel to the gateway whose every call carries the API key (and whom it acts for)."""
     settings = settings or get_settings()
-    metadata = key_metadata(key or api_key(settings))
+    metadata = key_metadata(key or api_key(settings), act_for)
     return aio_channel(address, settings, options, interceptors=[UnaryKeyMetadata(metadata), StreamKeyMetadata(metadata)] if metadata else None,
                        internal=False)
 

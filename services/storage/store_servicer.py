@@ -19,6 +19,7 @@ from hybridsearch.config.settings import get_settings
 from hybridsearch.storage.gates import CollectionGates
 from hybridsearch.contract.limits import MAX_CHUNKS_PER_REQUEST, MAX_LEG_LIMIT, MAX_LEG_QUERIES
 from hybridsearch.storage.stores import (
+    WHOLE_COLLECTION_DETAILS,
     CollectionExists,
     EngineUnavailable,
     SnapshotMissing,
@@ -26,6 +27,7 @@ from hybridsearch.storage.stores import (
     store_of,
 )
 from hybridsearch.contract.validation import FIELD_NAME, check_collection, check_doc_id, check_doc_ids, check_filters, check_metadata
+from hybridsearch.security.acl import of_request
 from hybridsearch.contract.errors import InvalidArgument, Refusal, abort_invalid
 from hybridsearch.v1 import common_pb2, stores_pb2
 
@@ -171,10 +173,11 @@ class StoreServicerMixin:
     async def Stats(self, request: common_pb2.StoreStatsRequest,
                     context: grpc.aio.ServicerContext) -> common_pb2.StoreStats:
         collection = await checked(context, check_collection, request.collection)
-        stats = await self._on(collection, context, self.engine.stats(collection))
-        return common_pb2.StoreStats(
-            engine=stats.engine, documents=stats.documents, chunks=stats.chunks, details=stats.details
-        )
+        readers = of_request(request)
+        stats = await self._on(collection, context, self.engine.stats(collection, readers))
+        details = stats.details if readers is None else \
+            {k: v for k, v in stats.details.items() if k not in WHOLE_COLLECTION_DETAILS}
+        return common_pb2.StoreStats(engine=stats.engine, documents=stats.documents, chunks=stats.chunks, details=details)
 
     async def ListDocuments(self, request: common_pb2.ListDocumentsRequest,
                             context: grpc.aio.ServicerContext) -> AsyncIterator[common_pb2.ListDocumentsPage]:

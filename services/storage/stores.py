@@ -9,7 +9,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hybridsearch.contract.errors import InvalidArgument
+import grpc
+
+from hybridsearch.contract.errors import InvalidArgument, Refusal
+from hybridsearch.security.acl import acl_of
 from hybridsearch.v1 import common_pb2
 
 
@@ -149,13 +152,32 @@ def refuse_sealed(chunks: Iterable[common_pb2.Chunk], engine: str) -> None:
                               "bm25.engine=tantivy (docs/security.md)")
 
 
+# Stats details that count the whole collection: left out of a count on behalf of readers (StoreStatsRequest).
+WHOLE_COLLECTION_DETAILS = frozenset({"segments", "indexed_vectors", "unindexed_writes", "score_scale"})
+
+
+def refuse_readers(readers: common_pb2.Readers | None, engine: str) -> None:
+    """An engine that keeps no document readers refuses a read on behalf of some (fail closed: it would show
+    everything) and a write that sets them."""
+    if readers is not None:
+        raise Refusal(f"the {engine} engine keeps no document readers: searching on behalf of a caller with "
+                      "principals needs bm25.engine=embedded or opensearch (docs/security.md)",
+                      grpc.StatusCode.FAILED_PRECONDITION)
+
+
+def refuse_acl(chunks: Iterable[common_pb2.Chunk], engine: str) -> None:
+    if any(c.HasField("acl") for c in chunks):
+        raise InvalidArgument(f"the {engine} engine keeps no document readers (acl): documents with readers need "
+                              "bm25.engine=embedded or opensearch (docs/security.md)")
+
+
 def chunk_from_payload(p: dict) -> common_pb2.Chunk:
     """A stored chunk as the stores exchange it (both payload layouts: `metadata` or `meta`)."""
     return common_pb2.Chunk(
         chunk_id=p["chunk_id"], doc_id=p["doc_id"], position=int(p["position"]), **content_of(p),
         metadata=p.get("metadata", p.get("meta")) or {},
         content_hash=p.get("content_hash", ""), written_at_ms=int(p.get("written_at_ms", 0) or 0),
-        span=span_of(p),
+        span=span_of(p), acl=acl_of(p),
     )
 
 

@@ -164,13 +164,18 @@ class VectorEngine:
         changed, unchanged = await self.store.changed_documents(collection, chunks)
         todo = [c for c in chunks if c.doc_id in set(changed)]
         result = UpsertResult(documents_unchanged=unchanged)
+        if unchanged:  # the same content, perhaps new readers: their payloads rewritten, nothing embedded
+            relabelled = await self.store.set_readers(collection, [c for c in chunks if c.doc_id not in set(changed)])
+            result.documents_unchanged -= relabelled.documents_written
+            result.documents_written, result.chunks_written = relabelled.documents_written, relabelled.chunks_written
         if todo:
             embedder = await self._collection_embedder(collection)
             texts = [indexed_text(c.title, c.heading, c.text) for c in todo]
             vectors = await asyncio.to_thread(embedder.passages.embed, texts)
             config = collection_config(self.settings, collection)
             written = await self.store.write(collection, todo, vectors, config.tags_field, config.links_field)
-            result.documents_written, result.chunks_written = written.documents_written, written.chunks_written
+            result.documents_written += written.documents_written
+            result.chunks_written += written.chunks_written
         return result
 
     async def reseal(self, collection, chunks, expected):
@@ -180,8 +185,8 @@ class VectorEngine:
     async def delete(self, collection, doc_ids):
         return await self.store.delete(collection, doc_ids)
 
-    async def stats(self, collection):
-        stats = await self.store.stats(collection)
+    async def stats(self, collection, readers=None):
+        stats = await self.store.stats(collection, readers)
         space = await self.store.space_of(collection)
         stats.details["embedder"] = space.embedder if space is not None else self.settings.vector.embedder
         return stats
@@ -212,14 +217,17 @@ class VectorEngine:
 
     async def search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int, filters,
                      feedback_docs: int = 0, timings: dict[str, float] | None = None,
-                     metadata_fields: tuple[str, ...] = (), text_depth: int = 0) -> list[common_pb2.RankedList]:
+                     metadata_fields: tuple[str, ...] = (), text_depth: int = 0,
+                     readers: common_pb2.Readers | None = None) -> list[common_pb2.RankedList]:
         """Ranked lists, one per query (+ Rocchio's); `timings` gets embed (embed_cache) and engine milliseconds.
-        Hits ranked below `text_depth` (> 0) come without title and text (LegSearchRequest.text_depth)."""
+        Hits ranked below `text_depth` (> 0) come without title and text (LegSearchRequest.text_depth). With
+        `readers`, only what they may read is searched (Rocchio's centroid too: it is made of those hits)."""
         timings = {} if timings is None else timings
         embedder = await self._collection_embedder(collection)
         vectors = await self.embed_queries(embedder, [q.text for q in queries], timings)
         embedded = time.perf_counter()
-        results = await self.store.search(collection, vectors, limit, filters, with_vectors=feedback_docs > 0)
+        results = await self.store.search(collection, vectors, limit, filters, with_vectors=feedback_docs > 0,
+                                          readers=readers)
         lists = [self._ranked(q.kind, q.text, points, metadata_fields, text_depth, self.built)
                  for q, points in zip(queries, results)]
         if feedback_docs > 0 and results and results[0]:
@@ -227,32 +235,33 @@ class VectorEngine:
             top = np.array([p.vector for p in results[0][:feedback_docs]], dtype=np.float32)
             fb = vectors[0] + self.feedback_weight * top.mean(axis=0)
             fb /= np.linalg.norm(fb) or 1.0
-            (fb_points,) = await self.store.search(collection, fb[None, :], limit, filters)
+            (fb_points,) = await self.store.search(collection, fb[None, :], limit, filters, readers=readers)
             lists.append(self._ranked(common_pb2.QUERY_KIND_FEEDBACK, f"rocchio({feedback_docs})", fb_points,
                                       metadata_fields, text_depth, self.built))
         timings["engine"] = (time.perf_counter() - embedded) * 1000
         return lists
 
     async def tag_search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int, filters,
-                         metadata_fields: tuple[str, ...] = ()) -> list[common_pb2.RankedList]:
+                         metadata_fields: tuple[str, ...] = (),
+                         readers: common_pb2.Readers | None = None) -> list[common_pb2.RankedList]:
         """The tag leg: one LEG_TAG list per query, chunks whose tags the query's keywords name exactly,
         scored by how many (a keyword payload index, match-any: no embedding)."""
         lists = []
         for q in queries:
-            found = await self.store.tag_search(collection, query_keywords(q.text), limit, filters)
+            found = await self.store.tag_search(collection, query_keywords(q.text), limit, filters, readers)
             lists.append(common_pb2.RankedList(leg=common_pb2.LEG_TAG, kind=q.kind, query=q.text, hits=[
                 _hit(payload, float(count), r + 1, metadata_fields) for r, (payload, count) in enumerate(found)]))
         return lists
 
     async def neighbours(self, collection: str, seeds: list[str], query: common_pb2.LegQuery, limit: int, filters,
-                         metadata_fields: tuple[str, ...] = (), timings: dict[str, float] | None = None
-                         ) -> common_pb2.RankedList:
+                         metadata_fields: tuple[str, ...] = (), timings: dict[str, float] | None = None,
+                         readers: common_pb2.Readers | None = None) -> common_pb2.RankedList:
         """Link expansion: the seeds' one-hop neighbours (vector/neighbours.py) that pass the filters, each
         by its best chunk for the query, scored similarity x edge weight; one LEG_GRAPH list."""
         timings = {} if timings is None else timings
         started = time.perf_counter()
         cfg = self.settings.graph
-        edges = await self.store.link_edges(collection, seeds, EdgeWeights.of(cfg))
+        edges = await self.store.link_edges(collection, seeds, EdgeWeights.of(cfg), readers)
         timings["links"] = (time.perf_counter() - started) * 1000
         out = common_pb2.RankedList(leg=common_pb2.LEG_GRAPH, kind=query.kind, query=query.text)
         if not edges:
@@ -261,7 +270,7 @@ class VectorEngine:
         vectors = await self.embed_queries(embedder, [query.text], timings)
         searched = time.perf_counter()
         (points,) = await self.store.search(collection, vectors, NEIGHBOUR_CHUNKS, filters,
-                                            within=strongest(edges, cfg.candidates))
+                                            within=strongest(edges, cfg.candidates), readers=readers)
         timings["engine"] = (time.perf_counter() - searched) * 1000
         best = ranked(((p.payload, float(p.score)) for p in points), edges, limit)
         out.hits.extend(_hit(payload, score, r + 1, metadata_fields) for r, (payload, score) in enumerate(best))

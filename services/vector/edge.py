@@ -44,6 +44,7 @@ from hybridsearch.storage.stores import CollectionExists, EngineUnavailable, rea
 from hybridsearch.contract.validation import check_collection
 from hybridsearch.vector.kept_payloads import COLD_MISSES, KeptPayloads
 from hybridsearch.vector.store import ChunkPointStore
+from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.points import (
     SCROLL_PAGE,
     UPSERT_BATCH,
@@ -275,12 +276,13 @@ class EdgeStore(ChunkPointStore):
                 "payload_indexes": ",".join(sorted(info.payload_schema))}
 
     async def search(self, collection: str, vectors: np.ndarray, limit: int, filters,
-                     with_vectors: bool = False, within: list[str] | None = None) -> list[list[qe.ScoredPoint]]:
+                     with_vectors: bool = False, within: list[str] | None = None,
+                     readers: common_pb2.Readers | None = None) -> list[list[qe.ScoredPoint]]:
         """One list of ScoredPoint (`.score`, `.payload`, `.vector`) per query vector, as one batch
-        (only documents `within`, when given)."""
+        (only documents `within`, and only what `readers` may read, when given)."""
         if (shard := await self._shard(collection)) is None:
             return [[] for _ in vectors]
-        flt = edge_filter(qdrant_filter(filters, within))
+        flt = edge_filter(qdrant_filter(filters, within, readers))
         params = edge_search_params(await self.params_of(collection))
         cached = bool(self.cfg.payload_cache)
         kept = self._kept.setdefault(collection, KeptPayloads()) if cached else None  # before the query: see _kept

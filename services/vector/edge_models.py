@@ -61,6 +61,8 @@ def edge_search_params(params: models.SearchParams) -> qe.SearchParams:
 def _edge_condition(condition) -> qe.FieldCondition | qe.Filter:
     if isinstance(condition, models.Filter):
         return edge_filter(condition)
+    if isinstance(condition, models.IsEmptyCondition):
+        return qe.IsEmptyCondition(key=condition.is_empty.key)
     if isinstance(condition, models.FieldCondition):
         match = condition.match
         if isinstance(match, models.MatchValue):

@@ -32,24 +32,31 @@ class DenseEngine(Protocol):
     async def search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int,
                      filters: list[common_pb2.MetadataFilter], feedback_docs: int = 0,
                      timings: dict[str, float] | None = None,
-                     metadata_fields: tuple[str, ...] = (), text_depth: int = 0) -> list[common_pb2.RankedList]:
+                     metadata_fields: tuple[str, ...] = (), text_depth: int = 0,
+                     readers: common_pb2.Readers | None = None) -> list[common_pb2.RankedList]:
         """One ranked list per query (+ Rocchio's with feedback_docs); `timings` gets the parts' ms. Hits
-        ranked below `text_depth` (> 0) may come without title and text."""
+        ranked below `text_depth` (> 0) may come without title and text. `readers` (not None): only documents
+        they may read are searched, inside the engine's filter (security/acl.py)."""
         ...
 
     async def tag_search(self, collection: str, queries: list[common_pb2.LegQuery], limit: int,
                          filters: list[common_pb2.MetadataFilter],
-                         metadata_fields: tuple[str, ...] = ()) -> list[common_pb2.RankedList]:
-        """One LEG_TAG list per query: exact tag matches, by matched tag count."""
+                         metadata_fields: tuple[str, ...] = (),
+                         readers: common_pb2.Readers | None = None) -> list[common_pb2.RankedList]:
+        """One LEG_TAG list per query: exact tag matches, by matched tag count (of what `readers` may read)."""
         ...
 
     async def neighbours(self, collection: str, seeds: list[str], query: common_pb2.LegQuery, limit: int,
                          filters: list[common_pb2.MetadataFilter], metadata_fields: tuple[str, ...] = (),
-                         timings: dict[str, float] | None = None) -> common_pb2.RankedList:
-        """Link expansion: one LEG_GRAPH list, the seeds' one-hop neighbours by similarity x edge weight."""
+                         timings: dict[str, float] | None = None,
+                         readers: common_pb2.Readers | None = None) -> common_pb2.RankedList:
+        """Link expansion: one LEG_GRAPH list, the seeds' one-hop neighbours by similarity x edge weight (the
+        links, seeds and neighbours only of what `readers` may read)."""
         ...
 
-    async def stats(self, collection: str) -> EngineStats: ...
+    async def stats(self, collection: str, readers: common_pb2.Readers | None = None) -> EngineStats:
+        """Counts (of what `readers` may read, when given) and details."""
+        ...
 
     async def content_hashes(self, collection: str, doc_ids: list[str]) -> dict[str, str]: ...
 

@@ -18,6 +18,7 @@ from hybridsearch.storage.stores import (
     span_payload,
     stored_content,
 )
+from hybridsearch.security.acl import ALLOW, DENY, acl_payload, refused, wanted
 from hybridsearch.text.links import extract_links, page_keys
 from hybridsearch.text.tags import matched, split_tags
 from hybridsearch.v1 import common_pb2
@@ -32,11 +33,26 @@ def point_id(doc_id: str, position: int) -> str:
     return str(uuid.uuid5(POINT_NAMESPACE, f"{doc_id}#{position}"))
 
 
-def qdrant_filter(filters: list[common_pb2.MetadataFilter], doc_ids: list[str] | None = None) -> models.Filter | None:
-    """The request's metadata filters; with `doc_ids`, only those documents' chunks (link expansion)."""
-    if not filters and doc_ids is None:
+def readers_filter(readers: common_pb2.Readers) -> models.Filter:
+    """What `readers` may read (security/acl.py): an allow term of theirs, no deny term of theirs. A point written
+    before readers were kept has no allow terms: the collection default's (IsEmpty, when the default admits them)."""
+    may = [models.FieldCondition(key=ALLOW, match=models.MatchAny(any=wanted(readers)))]
+    if readers.default_readable:
+        may.append(models.IsEmptyCondition(is_empty=models.PayloadField(key=ALLOW)))
+    denied = refused(readers)
+    return models.Filter(should=may, must_not=[models.FieldCondition(key=DENY, match=models.MatchAny(any=denied))]
+                         if denied else None)
+
+
+def qdrant_filter(filters: list[common_pb2.MetadataFilter], doc_ids: list[str] | None = None,
+                  readers: common_pb2.Readers | None = None) -> models.Filter | None:
+    """The request's metadata filters; with `doc_ids`, only those documents' chunks (link expansion); with
+    `readers`, only what they may read."""
+    if not filters and doc_ids is None and readers is None:
         return None
     must, must_not = [], []
+    if readers is not None:
+        must.append(readers_filter(readers))
     if doc_ids is not None:
         must.append(models.FieldCondition(key="doc_id", match=models.MatchAny(any=list(doc_ids))))
     for f in filters:
@@ -77,6 +93,8 @@ def payload_indexes(cfg: VectorSettings) -> dict[str, models.PayloadSchemaType]:
                TAGS: models.PayloadSchemaType.KEYWORD}  # the tag leg's exact lookup (match-any)
     for field in (LINKS, WIKI, KEYS):  # link expansion's lookups, both directions (vector/neighbours.py)
         indexes[field] = models.PayloadSchemaType.KEYWORD
+    for field in (ALLOW, DENY):  # document readers (security/acl.py): every reader's search filters on them
+        indexes[field] = models.PayloadSchemaType.KEYWORD
     for field in cfg.indexed_fields:
         indexes[f"meta.{field}"] = models.PayloadSchemaType.KEYWORD
     return indexes
@@ -113,7 +131,7 @@ def chunk_payload(chunk: common_pb2.Chunk, chunks: int, tags_field: str = "tags"
         "meta": dict(chunk.metadata), "written_at_ms": chunk.written_at_ms, SPAN: span_payload(chunk.span),
         TAGS: split_tags(chunk.metadata.get(tags_field, "")),
         LINKS: list(links.explicit) if links else [], WIKI: list(links.wiki) if links else [],
-        KEYS: list(page_keys(chunk.doc_id, "" if sealed else chunk.title)),
+        KEYS: list(page_keys(chunk.doc_id, "" if sealed else chunk.title)), **acl_payload(chunk.acl),
     }
 
 
@@ -139,7 +157,8 @@ def tag_ranked(payloads: list[dict], keywords: list[str], limit: int) -> list[tu
 
 
 # A stored chunk's payload fields, as reconcile copies it (the vector is embedded again from the text).
-CHUNK_FIELDS = ["chunk_id", "doc_id", "position", *CONTENT_FIELDS, "content_hash", "meta", "written_at_ms", SPAN]
+CHUNK_FIELDS = ["chunk_id", "doc_id", "position", *CONTENT_FIELDS, "content_hash", "meta", "written_at_ms", SPAN,
+                ALLOW, DENY]
 SCROLL_PAGE = 2048
 TAGS = "tags"
 # The tag leg reads at most this many matching chunks before ranking them by matched tags.

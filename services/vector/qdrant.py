@@ -15,6 +15,7 @@ from hybridsearch.config.stores import VectorSettings
 from hybridsearch.contract.validation import is_collection_name
 from hybridsearch.contract.errors import Refusal
 
+from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.points import (
     SCROLL_PAGE,
     UPSERT_BATCH,
@@ -148,11 +149,12 @@ class QdrantStore(ChunkPointStore):
         return [p.payload for p in points]
 
     async def search(self, collection: str, vectors: np.ndarray, limit: int, filters, with_vectors: bool = False,
-                     within: list[str] | None = None):
-        """One list of ScoredPoint per query vector (only documents `within`, when given)."""
+                     within: list[str] | None = None, readers: common_pb2.Readers | None = None):
+        """One list of ScoredPoint per query vector (only documents `within`, and only what `readers` may read,
+        when given)."""
         if not await self.exists(collection):
             return [[] for _ in vectors]
-        flt = qdrant_filter(filters, within)
+        flt = qdrant_filter(filters, within, readers)
         params = await self.params_of(collection)
         requests = [
             models.QueryRequest(query=v.tolist(), limit=limit, filter=flt, params=params,

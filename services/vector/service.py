@@ -25,6 +25,7 @@ from hybridsearch.contract.limits import MAX_LEG_LIMIT, MAX_QUERY_CHARS
 from hybridsearch.storage.store_servicer import StoreServicerMixin, StoreSnapshotsMixin, check_leg_search, check_metadata_fields, trim_texts
 from hybridsearch.contract.validation import check_collection, check_doc_ids, check_filters
 from hybridsearch.contract.errors import InvalidArgument, abort_invalid
+from hybridsearch.security.acl import of_request
 from hybridsearch.v1 import bm25_pb2, bm25_pb2_grpc, common_pb2, vector_pb2, vector_pb2_grpc
 from hybridsearch.vector.engine import DenseEngine
 
@@ -46,8 +47,8 @@ class VectorServicer(StoreServicerMixin, StoreSnapshotsMixin, vector_pb2_grpc.Ve
         self.engine = engine
         self.bm25 = bm25  # for typo tolerance (Correct); None: queries are embedded as typed
 
-    async def _corrected(self, collection: str, queries: list[common_pb2.LegQuery],
-                         context) -> list[common_pb2.LegQuery]:
+    async def _corrected(self, collection: str, queries: list[common_pb2.LegQuery], context,
+                         readers: common_pb2.Readers | None) -> list[common_pb2.LegQuery]:
         """The queries as the BM25 service corrects them (the original and the variants built on its words,
         at once); each one that cannot be corrected in time stays as typed."""
         remaining = context.time_remaining()
@@ -57,8 +58,8 @@ class VectorServicer(StoreServicerMixin, StoreSnapshotsMixin, vector_pb2_grpc.Ve
             if q.kind not in CORRECTED_KINDS:
                 return q
             try:
-                reply = await self.bm25.Correct(bm25_pb2.CorrectRequest(collection=collection, query=q.text),
-                                                timeout=timeout)
+                reply = await self.bm25.Correct(bm25_pb2.CorrectRequest(collection=collection, query=q.text,
+                                                                        readers=readers), timeout=timeout)
             except grpc.aio.AioRpcError as err:
                 log.warning("query correction failed (%s): embedding the query as typed", err.code().name)
                 return q
@@ -75,11 +76,11 @@ class VectorServicer(StoreServicerMixin, StoreSnapshotsMixin, vector_pb2_grpc.Ve
         queries = list(request.queries)
         if request.fuzzy and self.bm25 is not None and any(q.kind in CORRECTED_KINDS for q in queries):
             started = time.perf_counter()
-            queries = await self._corrected(collection, queries, context)
+            queries = await self._corrected(collection, queries, context, of_request(request))
             timings["correct"] = (time.perf_counter() - started) * 1000
         lists = await self._on(collection, context, self.engine.search(
             collection, queries, request.limit, filters, request.feedback_docs, timings,
-            tuple(request.metadata_fields), request.text_depth))
+            tuple(request.metadata_fields), request.text_depth, of_request(request)))
         return common_pb2.LegSearchResponse(engine=self.engine.name, lists=trim_texts(lists, request.text_depth),
                                             timings_ms=timings)
 
@@ -89,9 +90,9 @@ class VectorServicer(StoreServicerMixin, StoreSnapshotsMixin, vector_pb2_grpc.Ve
         except InvalidArgument as err:
             await abort_invalid(context, err)
         started = time.perf_counter()
-        async with self.gates.using(collection):
-            lists = await self.engine.tag_search(collection, list(request.queries), request.limit, filters,
-                                                 tuple(request.metadata_fields))
+        lists = await self._on(collection, context, self.engine.tag_search(
+            collection, list(request.queries), request.limit, filters, tuple(request.metadata_fields),
+            of_request(request)))
         return common_pb2.LegSearchResponse(engine=f"{self.engine.store.name} tags", lists=lists,
                                             timings_ms={"engine": (time.perf_counter() - started) * 1000})
 
@@ -103,7 +104,7 @@ class VectorServicer(StoreServicerMixin, StoreSnapshotsMixin, vector_pb2_grpc.Ve
             await abort_invalid(context, err)
         timings: dict[str, float] = {}
         ranked_list = await self._on(collection, context, self.engine.neighbours(
-            collection, seeds, request.query, request.limit, filters, fields, timings))
+            collection, seeds, request.query, request.limit, filters, fields, timings, of_request(request)))
         return common_pb2.LegSearchResponse(engine=f"{self.engine.store.name} links", lists=[ranked_list],
                                             timings_ms=timings)
 

@@ -38,6 +38,7 @@ from hybridsearch.storage.stores import (
     chunks_by_document,
     stored_documents,
 )
+from hybridsearch.security.acl import ALLOW, DENY, acl_payload, payload_readable, same_readers
 from hybridsearch.v1 import common_pb2
 from hybridsearch.vector.neighbours import KEYS, LINK_FIELDS, LINKS, WIKI, EdgeWeights, neighbour_edges
 
@@ -49,12 +50,12 @@ from hybridsearch.vector.points import (
     TAG_FIELDS,
     TAG_SCAN,
     VectorSpace,
-    any_of,
     match_any,
     chunk_payload,
     document_point_ids,
     point_id,
     qdrant_filter,
+    readers_filter,
     reseal_payload,
     search_params,
     tag_ranked,
@@ -152,27 +153,42 @@ class ChunkPointStore:
         raise NotImplementedError
 
     async def tag_search(self, collection: str, keywords: list[str], limit: int,
-                         filters: list[common_pb2.MetadataFilter]) -> list[tuple[dict, int]]:
-        """(payload, matched tag count) of the chunks whose tags match any keyword, best first."""
+                         filters: list[common_pb2.MetadataFilter],
+                         readers: common_pb2.Readers | None = None) -> list[tuple[dict, int]]:
+        """(payload, matched tag count) of the chunks whose tags match any keyword, best first (of those `readers`
+        may read, when given)."""
         if not keywords or not await self.exists(collection):
             return []
-        flt = qdrant_filter(filters) or models.Filter()
+        flt = qdrant_filter(filters, readers=readers) or models.Filter()
         flt.must = [*(flt.must or []), models.FieldCondition(key=TAGS, match=models.MatchAny(any=keywords))]
         return tag_ranked(await self._matching(collection, flt, TAG_SCAN, TAG_FIELDS), keywords, limit)
 
-    async def link_edges(self, collection: str, seeds: list[str], weights: EdgeWeights) -> dict[str, float]:
+    async def link_edges(self, collection: str, seeds: list[str], weights: EdgeWeights,
+                         readers: common_pb2.Readers | None = None) -> dict[str, float]:
         """The seeds' one-hop neighbours -> edge weight (vector/neighbours.py): the seeds' chunks by point
-        id, then two indexed lookups (documents owning the wiki keys involved; documents linking to a seed)."""
+        id, then two indexed lookups (documents owning the wiki keys involved; documents linking to a seed).
+        With `readers`, only documents they may read are looked at: a key another document holds makes no wiki
+        link ambiguous, and no seed of theirs reaches past what they read."""
         if not seeds or not await self.exists(collection):
             return {}
         heads = await self._heads(collection, seeds)
-        seed_payloads = await self._payloads(collection, document_point_ids(heads), LINK_FIELDS)
+        seed_payloads = await self._payloads(collection, document_point_ids(heads), [*LINK_FIELDS, ALLOW, DENY])
         seed_keys = sorted({k for p in seed_payloads for k in p.get(KEYS, [])})
         named = sorted({k for p in seed_payloads for k in p.get(WIKI, [])} | set(seed_keys))
-        keyed = await self._matching(collection, any_of(KEYS, named), LINK_SCAN, ["doc_id", KEYS]) if named else []
+        if readers is not None:
+            seed_payloads = [p for p in seed_payloads if payload_readable(readers, p)]
+        within = [readers_filter(readers)] if readers is not None else []
+        keyed = await self._matching(collection, models.Filter(must=[*within, match_any(KEYS, named)]), LINK_SCAN,
+                                     ["doc_id", KEYS]) if named else []
         linking = [c for c in (match_any(LINKS, seeds), match_any(WIKI, seed_keys)) if c is not None]
-        incoming = await self._matching(collection, models.Filter(should=linking), LINK_SCAN, LINK_FIELDS)
-        return neighbour_edges(seeds, seed_payloads, keyed, incoming, weights)
+        incoming = await self._matching(collection, models.Filter(should=linking, must=within or None), LINK_SCAN,
+                                        LINK_FIELDS)
+        edges = neighbour_edges(seeds, seed_payloads, keyed, incoming, weights)
+        if readers is None:
+            return edges
+        # a seed's own links name documents by id: those the readers may not read are no candidates either
+        targets = await self._heads(collection, list(edges), [ALLOW, DENY])
+        return {d: w for d, w in edges.items() if d in targets and payload_readable(readers, targets[d])}
 
     async def _all_payloads(self, collection: str, fields: list[str]) -> list[dict]:
         """These fields of every point of the collection (reconcile lists a whole collection)."""
@@ -182,7 +198,7 @@ class ChunkPointStore:
         """Engine-specific lines for stats."""
         return {}
 
-    async def _heads(self, collection: str, doc_ids: list[str]) -> dict[str, dict]:
+    async def _heads(self, collection: str, doc_ids: list[str], also: list[str] = ()) -> dict[str, dict]:
         """Payload of each document's first chunk (it carries the hash and the chunk count).
 
         Point ids derive from (document, position), so this is a lookup by id, not a filtered scan: writes
@@ -191,7 +207,7 @@ class ChunkPointStore:
         if not doc_ids:
             return {}
         payloads = await self._payloads(collection, [point_id(d, 0) for d in doc_ids],
-                                        ["doc_id", "content_hash", "chunks"])
+                                        ["doc_id", "content_hash", "chunks", *also])
         return {p["doc_id"]: p for p in payloads}
 
     async def content_hashes(self, collection: str, doc_ids: list[str]) -> dict[str, str]:
@@ -230,6 +246,26 @@ class ChunkPointStore:
             await self._replace(collection, ids, vectors, payloads, [i for i in old if i not in new])
         return UpsertResult(documents_written=len(counts), chunks_written=len(ids))
 
+    async def set_readers(self, collection: str, chunks: list[common_pb2.Chunk]) -> UpsertResult:
+        """Documents stored with these chunks' content (hash and count) but other readers get these readers: their
+        payloads' ALLOW and DENY rewritten, vectors kept (a new acl embeds nothing). Others are left alone."""
+        result = UpsertResult()
+        async with self._lock:  # no write of these documents between the check and the update
+            by_doc = chunks_by_document(chunks)
+            heads = await self._heads(collection, list(by_doc), [ALLOW, DENY])
+            updates = []
+            for doc_id, doc_chunks in by_doc.items():
+                head = heads.get(doc_id)
+                if head is None or head.get("content_hash") != doc_chunks[0].content_hash or \
+                        head.get("chunks") != len(doc_chunks) or same_readers(head, doc_chunks[0].acl):
+                    continue
+                updates += [(point_id(c.doc_id, c.position), acl_payload(c.acl)) for c in doc_chunks]
+                result.documents_written += 1
+                result.chunks_written += len(doc_chunks)
+            if updates:
+                await self._set_payloads(collection, updates)
+        return result
+
     async def reseal(self, collection: str, chunks: list[common_pb2.Chunk], expected: dict[str, str],
                      tags_field: str = "tags") -> UpsertResult:
         """Documents sealed again (`keys rotate`): the sealed record, hashed metadata and tags and content hash of
@@ -260,11 +296,13 @@ class ChunkPointStore:
                 await self._delete_points(collection, ids)
         return len(heads), len(ids)
 
-    async def stats(self, collection: str) -> EngineStats:
+    async def stats(self, collection: str, readers: common_pb2.Readers | None = None) -> EngineStats:
+        """Counts (of what `readers` may read, when given) and the engine's details."""
         if not await self.exists(collection):
             return EngineStats(self.name, 0, 0)
-        chunks = await self._count(collection, None)
-        docs = await self._count(collection, FIRST_CHUNKS)
+        within = [readers_filter(readers)] if readers is not None else []
+        chunks = await self._count(collection, models.Filter(must=within) if within else None)
+        docs = await self._count(collection, models.Filter(must=[*within, *FIRST_CHUNKS.must]))
         space = await self.space_of(collection) or self.default_space
         return EngineStats(self.name, docs, chunks, {
             "distance": "cosine", "dim": str(space.dim), "hnsw_m": str(self.cfg.hnsw_m),

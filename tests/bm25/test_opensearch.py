@@ -513,3 +513,24 @@ async def test_create_collection_keeps_the_declared_language_only(engines):
     await remote.upsert("c", CORPUS)  # the index the create made takes writes as a write's own
     (hits,) = await remote.search("c", ["protein binding"], 10, [])
     assert hits[0].doc_id == "binding"
+
+
+async def test_readers_filter_inside_the_search_and_counts(engines):
+    """Document readers (security/acl.py) as a terms filter and a must_not in the one search: every readable hit and
+    nothing else, counts of the readable only; new readers on the same text are written again (no hash match)."""
+    from acl_scenario import ANA, READS, chunks, docs_of
+
+    from hybridsearch.security.acl import parse_acl
+
+    remote, _ = engines()
+    await remote.upsert("acl", chunks())
+    for who, (readers, reads) in READS.items():
+        (hits,) = await remote.search("acl", ["lighthouse keepers"], 10, [], readers=readers)
+        assert docs_of(hits) == reads and len(hits) == 2 * len(reads), who
+        stats = await remote.stats("acl", readers)
+        assert (stats.documents, stats.chunks) == (len(reads), 2 * len(reads)), who
+    again = await remote.upsert("acl", chunks({"d-hr": parse_acl(["group:eng"])}))
+    assert (again.documents_written, again.documents_unchanged) == (1, 4)
+    assert (await remote.upsert("acl", chunks({"d-hr": parse_acl(["group:eng"])}))).documents_written == 0
+    (hits,) = await remote.search("acl", ["payroll"], 10, [], readers=ANA)
+    assert docs_of(hits) == {"d-hr"}

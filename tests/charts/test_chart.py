@@ -8,6 +8,7 @@ oldest schemas it ships. The tests skip only when helm cannot be fetched because
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -725,3 +726,31 @@ def test_fusion_inside_the_gateway_has_no_pods_and_every_service_reads_the_topol
             assert Settings().topology.in_gateway == expected, component
     refused = run_helm(helm, "template", "--set", "topology.inGateway={bm25}")
     assert refused.returncode != 0 and "inGateway" in refused.stderr
+
+
+def test_the_identity_providers_settings_reach_the_gateway_only(helm):
+    """auth.oidc: the issuer, audience, claims and readable collections as the gateway's settings; its JWKS from a
+    ConfigMap mounted read-only (or its URL); nothing without an issuer, nothing in other pods."""
+    mapped = render(helm, "--set", "auth.oidc.issuer=https://idp.example", "--set", "auth.oidc.audience=search",
+                    "--set", "auth.oidc.jwksConfigMap=idp-keys", "--set", "auth.oidc.read={team-a-*,wiki}",
+                    "--set", "auth.oidc.groupsClaim=roles")
+    gateway = find(mapped, "Deployment", "gateway")
+    env = container_env(gateway)
+    assert (env["HYBRIDSEARCH_AUTH__OIDC__ISSUER"], env["HYBRIDSEARCH_AUTH__OIDC__AUDIENCE"]) == \
+        ("https://idp.example", "search")
+    assert env["HYBRIDSEARCH_AUTH__OIDC__JWKS_FILE"] == "/etc/hybridsearch/oidc/jwks.json"
+    assert json.loads(env["HYBRIDSEARCH_AUTH__OIDC__READ"]) == ["team-a-*", "wiki"]
+    assert env["HYBRIDSEARCH_AUTH__OIDC__GROUPS_CLAIM"] == "roles" and "HYBRIDSEARCH_AUTH__OIDC__JWKS_URL" not in env
+    spec = pod_spec(gateway)
+    assert {"name": "oidc-jwks", "configMap": {"name": "idp-keys", "items": [{"key": "jwks.json", "path": "jwks.json"}]}} \
+        in spec["volumes"]
+    assert {"name": "oidc-jwks", "mountPath": "/etc/hybridsearch/oidc", "readOnly": True} in \
+        spec["containers"][0]["volumeMounts"]
+    for component in PYTHON_SERVICES:
+        if component != "gateway":
+            assert "OIDC" not in yaml.safe_dump(find(mapped, "Deployment", component)), component
+    by_url = container_env(find(render(helm, "--set", "auth.oidc.issuer=https://idp.example", "--set",
+                                       "auth.oidc.audience=search", "--set",
+                                       "auth.oidc.jwksUrl=https://idp.example/jwks"), "Deployment", "gateway"))
+    assert by_url["HYBRIDSEARCH_AUTH__OIDC__JWKS_URL"] == "https://idp.example/jwks"
+    assert "OIDC" not in yaml.safe_dump(find(render(helm), "Deployment", "gateway"))

@@ -151,11 +151,11 @@ async def test_an_open_outlives_the_search_that_started_it(tmp_path):
 async def test_payload_indexes_follow_the_settings_on_reopen(tmp_path):
     first = EdgeStore(path=tmp_path, dim=DIM, settings=VectorSettings())
     await first.write("docs", chunks_for(0, 10), unit_rows(10))
-    assert (await first.stats("docs")).details["payload_indexes"] == "doc_id,keys,links,position,tags,wiki"
+    assert (await first.stats("docs")).details["payload_indexes"] == "acl_allow,acl_deny,doc_id,keys,links,position,tags,wiki"
     await first.close()
     reopened = EdgeStore(path=tmp_path, dim=DIM, settings=PRODUCTION)
     details = (await reopened.stats("docs")).details
-    assert details["payload_indexes"] == "doc_id,keys,links,meta.lang,meta.source,position,tags,wiki"
+    assert details["payload_indexes"] == "acl_allow,acl_deny,doc_id,keys,links,meta.lang,meta.source,position,tags,wiki"
     await reopened.close()
 
 

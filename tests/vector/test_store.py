@@ -374,7 +374,8 @@ async def test_server_mode_sends_the_configured_collection_and_search_params(rec
                if isinstance(r, qgrpc.CreateFieldIndexCollection)}
     keyword, integer = qgrpc.FieldType.FieldTypeKeyword, qgrpc.FieldType.FieldTypeInteger
     assert indexes == {"doc_id": keyword, "position": integer, "meta.lang": keyword, "meta.source": keyword,
-                       "tags": keyword, "links": keyword, "wiki": keyword, "keys": keyword}
+                       "tags": keyword, "links": keyword, "wiki": keyword, "keys": keyword,
+                       "acl_allow": keyword, "acl_deny": keyword}
 
     (batch,) = [r for r in servicer.requests if isinstance(r, qgrpc.QueryBatchPoints)]
     assert len(batch.query_points) == 2

@@ -57,6 +57,18 @@ gateway expansion reconcile
 {{- end }}
 {{- if and $v.auth.enabled (eq .name "gateway") }}
 {{- $_ := set $env "HYBRIDSEARCH_AUTH__KEYS_FILE" "/etc/hybridsearch/auth/keys.yaml" }}
+{{- with $v.auth.oidc }}{{- if .issuer }}
+{{- $_ = set $env "HYBRIDSEARCH_AUTH__OIDC__ISSUER" .issuer }}
+{{- $_ = set $env "HYBRIDSEARCH_AUTH__OIDC__AUDIENCE" .audience }}
+{{- if .jwksConfigMap }}
+{{- $_ = set $env "HYBRIDSEARCH_AUTH__OIDC__JWKS_FILE" "/etc/hybridsearch/oidc/jwks.json" }}
+{{- else }}
+{{- $_ = set $env "HYBRIDSEARCH_AUTH__OIDC__JWKS_URL" .jwksUrl }}
+{{- end }}
+{{- $_ = set $env "HYBRIDSEARCH_AUTH__OIDC__USER_CLAIM" .userClaim }}
+{{- $_ = set $env "HYBRIDSEARCH_AUTH__OIDC__GROUPS_CLAIM" .groupsClaim }}
+{{- $_ = set $env "HYBRIDSEARCH_AUTH__OIDC__READ" (toJson .read) }}
+{{- end }}{{- end }}
 {{- end }}
 {{- if include "hybridsearch.readsSealingKeys" . }}
 {{- $_ := set $env "HYBRIDSEARCH_SEALING__KEYS_FILE" "/etc/hybridsearch/sealing/keys.yaml" }}
@@ -81,6 +93,11 @@ gateway expansion reconcile
 - name: api-keys
   mountPath: /etc/hybridsearch/auth
   readOnly: true
+{{- if and $v.auth.oidc.issuer $v.auth.oidc.jwksConfigMap }}
+- name: oidc-jwks
+  mountPath: /etc/hybridsearch/oidc
+  readOnly: true
+{{- end }}
 {{- end }}
 {{- if include "hybridsearch.readsSealingKeys" . }}
 - name: sealing-keys
@@ -112,6 +129,14 @@ gateway expansion reconcile
     items:
       - key: {{ $v.auth.key }}
         path: keys.yaml
+{{- if and $v.auth.oidc.issuer $v.auth.oidc.jwksConfigMap }}
+- name: oidc-jwks
+  configMap:
+    name: {{ $v.auth.oidc.jwksConfigMap }}
+    items:
+      - key: jwks.json
+        path: jwks.json
+{{- end }}
 {{- end }}
 {{- if include "hybridsearch.readsSealingKeys" . }}
 - name: sealing-keys

@@ -36,6 +36,9 @@ from hybridsearch.security.apikeys import AuthError, KeyFileError, KeyStore, Ope
 from hybridsearch.security.oidc import OidcVerifier, TokenError, looks_like_jwt
 from hybridsearch.security.principals import ACT_FOR_HEADER, PrincipalError
 from hybridsearch.config.access import OidcSettings
+from hybridsearch.config.collections import CollectionConfig
+from hybridsearch.security.acl import admits
+from hybridsearch.v1 import common_pb2
 from hybridsearch.config.settings import Settings
 from hybridsearch.gateway.access.caller import Caller, acted_for
 from hybridsearch.contract.errors import InvalidArgument
@@ -121,6 +124,22 @@ def _checked(handler: grpc.RpcMethodHandler, check: Check) -> grpc.RpcMethodHand
 
         return grpc.unary_stream_rpc_method_handler(answers, **kw)
     raise TypeError("the public API has no bidirectional streaming methods")
+
+
+def readers(config: CollectionConfig, auth_on: bool) -> common_pb2.Readers | None:
+    """Whom this call reads a collection's documents as (security/acl.py): the admitted caller's principals, and
+    whether the collection's default readers (config.acl) admit them. None (every document) with auth off, and for
+    an admin key's own calls (it snapshots, restores and re-indexes whole collections anyway; acting for a user, it
+    reads as the user); with auth on and no caller admitted, readers with no principal (fail closed: `*` only)."""
+    if not auth_on:
+        return None
+    caller = CALLER.get()
+    if caller is not None and caller.key is not None and caller.key.role == "admin" and not caller.acting_for:
+        return None
+    principals = sorted(caller.principals) if caller is not None else []
+    return common_pb2.Readers(principals=principals,
+                              default_readable=caller is not None and admits(config.acl.allow, config.acl.deny,
+                                                                             principals))
 
 
 class ApiKeyInterceptor(grpc.aio.ServerInterceptor):

@@ -29,7 +29,7 @@ def document_chunks(doc: ingest_pb2.Document, words: int, overlap: int, tag: str
         common_pb2.Chunk(
             chunk_id=f"{doc.id}#{tag}{position}", doc_id=doc.id, position=position, title=doc.title,
             heading=heading, text=text, metadata={**metadata, **extra}, content_hash=digest,
-            written_at_ms=written_at_ms, span=lines.span(start, end),
+            written_at_ms=written_at_ms, span=lines.span(start, end), acl=doc.acl if doc.HasField("acl") else None,
         )
         for position, (heading, text, start, end, extra) in enumerate(_pieces(doc, words, overlap))
     ]

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 import grpc
 
 from hybridsearch.runtime import metrics
+from hybridsearch.config.collections import collection_config
 from hybridsearch.config.settings import Settings
 from hybridsearch.security.hashed_terms import HashedTerms
 from hybridsearch.security.sealing import Sealer
@@ -24,6 +25,7 @@ from hybridsearch.runtime.telemetry import tracer
 from hybridsearch.contract.validation import check_collection, check_doc_ids, check_written_collection
 from hybridsearch.contract.errors import Refusal, abort_invalid
 from hybridsearch.gateway.access.admission import Admission, Overloaded
+from hybridsearch.gateway.access.auth import readers
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.resources.catalog import Catalog
 from hybridsearch.gateway.ingest.both_stores import store_failure, write_both
@@ -165,7 +167,9 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         except Refusal as err:
             await abort_invalid(context, err)
         stored = located.stored[collection]  # an alias: its serving generation
-        req = common_pb2.StoreStatsRequest(collection=stored)
+        # counts of what the caller may read: a document it may not read is not counted
+        req = common_pb2.StoreStatsRequest(collection=stored, readers=readers(
+            collection_config(self.settings, collection), self.settings.auth.keys_file is not None))
         out = ingest_pb2.StatsResponse(collection=collection)
         for store, stub in (("bm25", self.backends.bm25), ("vector", self.backends.vector)):
             try:

@@ -35,7 +35,7 @@ class Expander:
             return None
         request = expansion_pb2.ExpandRequest(query=plan.query, collection=plan.store_name, effort=plan.effort,
                                               filters=plan.filters, force=plan.expand is True,
-                                              language=plan.language, fuzzy=plan.fuzzy)
+                                              language=plan.language, fuzzy=plan.fuzzy, readers=plan.readers)
         with observed(NAME):
             try:
                 async with self.breaker.guard():

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from hybridsearch.config.search import GraphSettings
 from hybridsearch.gateway.query.report import OK, SKIPPED, LegStatus
+from hybridsearch.security.acl import of_request
 from hybridsearch.v1 import common_pb2, fusion_pb2, vector_pb2
 
 NAME = "graph"
@@ -45,7 +46,7 @@ class GraphLeg:
     def request(self, base, plan, legs) -> vector_pb2.NeighboursRequest:
         return vector_pb2.NeighboursRequest(collection=base.collection, seeds=self.seeds, query=base.queries[0],
                                             limit=self.cfg.neighbours, filters=base.filters,
-                                            metadata_fields=base.metadata_fields)
+                                            metadata_fields=base.metadata_fields, readers=of_request(base))
 
     def call(self, backends, request, timeout):
         return backends.vector.Neighbours(request, timeout=min(timeout, self.cfg.timeout_s))

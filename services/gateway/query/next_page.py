@@ -20,7 +20,7 @@ from hybridsearch.v1 import search_pb2
 async def next_page(request: search_pb2.SearchRequest, plan: SearchPlan, pager: Pager, texts: StoredTexts,
                     analyzer: EnglishAnalyzer, deadline: Deadline) -> search_pb2.SearchResponse:
     started = time.perf_counter()
-    token, order, following = await pager.page(request, plan.requested, plan.top_k)
+    token, order, following = await pager.page(request, plan.requested, plan.top_k, plan.readers_key)
     page = range(token.offset, min(token.offset + plan.top_k, len(order.hits)))
     home = [split_key(order.hits[i].chunk_id, plan.collection) for i in page]
     chunks = await texts.chunks([(c, order.hits[i].doc_id, chunk_id) for i, (c, chunk_id) in zip(page, home)],

@@ -70,17 +70,18 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def request_digest(request: search_pb2.SearchRequest, collections: tuple[str, ...]) -> str:
+def request_digest(request: search_pb2.SearchRequest, collections: tuple[str, ...], readers: str = "") -> str:
     """What makes two requests the same query for paging: everything but the page's own position, as
     `<collection>,<collection>...:<hash>`: the `collections` the request names (its plan's `requested`) in clear
-    (digest_collections reads them), the hash over the whole request (collections included)."""
+    (digest_collections reads them), the hash over the whole request (collections included) and whom it read as
+    (`readers`: SearchPlan.readers_key), so one reader's token is no page for another."""
     shape = search_pb2.SearchRequest()
     shape.CopyFrom(request)
     shape.ClearField("offset")
     shape.ClearField("page_token")
     shape.ClearField("top_k")
     shape.ClearField("explain")
-    digest = hashlib.sha256(shape.SerializeToString(deterministic=True)).hexdigest()[:24]
+    digest = hashlib.sha256(shape.SerializeToString(deterministic=True) + readers.encode()).hexdigest()[:24]
     return f"{','.join(collections)}:{digest}"
 
 
@@ -200,7 +201,7 @@ class Pager:
 
     def keep(self, request: search_pb2.SearchRequest, collections: tuple[str, ...], first: search_pb2.SearchResponse,
              order: Callable[[int], paging_pb2.KeptOrder], candidates: int, next_offset: int,
-             sent: asyncio.Future | None = None) -> None:
+             sent: asyncio.Future | None = None, readers: str = "") -> None:
         """After a first page with more hits than it shows: sets its next_page_token and stores `order(n)`
         (the first n hits in final order with their scores) in the background, once `sent` is done (the
         page has gone to its caller: building and writing up to max_hits hits must not delay it)."""
@@ -211,7 +212,8 @@ class Pager:
                                          total_candidates=first.total_candidates)
         order_id = self.tokens.new_order_id()
         if self.reachable:
-            first.next_page_token = self.tokens.issue(order_id, next_offset, request_digest(request, collections))
+            first.next_page_token = self.tokens.issue(order_id, next_offset,
+                                                      request_digest(request, collections, readers))
         else:
             first.notices.append("no next_page_token: the page store (Redis) is not reachable")
         key = order_key(collections, order_id)
@@ -249,10 +251,10 @@ class Pager:
             self.reachable = True
 
     async def page(self, request: search_pb2.SearchRequest, collections: tuple[str, ...],
-                   size: int) -> tuple[PageToken, paging_pb2.KeptOrder, str]:
+                   size: int, readers: str = "") -> tuple[PageToken, paging_pb2.KeptOrder, str]:
         """A later page's token and its stored order, and the token of the page after it ("" after the last);
         InvalidArgument (bad, foreign, expired token) / Refusal (no Redis)."""
-        token = self.tokens.check(request.page_token, request_digest(request, collections))
+        token = self.tokens.check(request.page_token, request_digest(request, collections, readers))
         pending = self._pending.get(token.order_id)
         if pending is not None:
             await asyncio.shield(pending)

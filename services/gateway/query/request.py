@@ -14,6 +14,8 @@ from hybridsearch.contract.validation import check_field, check_filters, check_s
 from hybridsearch.contract.errors import InvalidArgument
 from hybridsearch.fusion.methods import FusionParams
 from hybridsearch.fusion.params import resolve_params
+from hybridsearch.gateway.access.auth import readers
+from hybridsearch.security.acl import readers_key
 from hybridsearch.v1 import common_pb2, search_pb2
 
 MAX_TOP_K = 100
@@ -75,6 +77,15 @@ class SearchPlan:
     # The collections the request names, validated, before any that no store holds is left out (gateway.query.locate):
     # what a page token's digest names (gateway.query.paging.request_digest), on every page of the search alike.
     requested: tuple[str, ...] = ()
+    # Whom the documents are read as (gateway.access.auth.readers: the caller's principals; None with auth off): every
+    # leg, expansion's probe, link expansion and typo correction search only what they may read.
+    readers: common_pb2.Readers | None = None
+
+    @property
+    def readers_key(self) -> str:
+        """Whom every collection of the plan is read as, in short (security/acl.readers_key; "" with auth off): what
+        keys what is kept of one reader's search (page orders) apart from another's."""
+        return ",".join(readers_key(p.readers) for p in (self.parts or (self,))).strip(",")
 
     @property
     def metadata_fields(self) -> list[str]:
@@ -164,8 +175,9 @@ def plan_search(request: search_pb2.SearchRequest, settings: Settings) -> Search
                   prf_in_balanced=settings.expansion.prf_in_balanced)
     configs = {c: collection_config(settings, c) for c in dict.fromkeys([*collections, primary])}
     # each collection's plan: the request's checked values, its own config for what the request leaves open
+    auth_on = settings.auth.keys_file is not None
     own = {c: dict(collection=c, config=config, fuzzy=request.fuzzy if request.HasField("fuzzy") else config.fuzzy,
-                   graph=request.graph if request.HasField("graph") else config.graph,
+                   graph=request.graph if request.HasField("graph") else config.graph, readers=readers(config, auth_on),
                    return_metadata=tuple(request.return_metadata or config.return_metadata))
            for c, config in configs.items()}
     parts = tuple(SearchPlan(**shared, **own[c]) for c in collections)

@@ -91,7 +91,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
                         response = answer.response
                         response.notices.extend(notices)  # before the order is kept: later pages carry them too
                         self.pager.keep(request, plan.requested, response, answer.order, answer.candidates, plan.offset + plan.top_k,
-                                        sent=_on_done(context))
+                                        sent=_on_done(context), readers=plan.readers_key)
                     span.set_attribute("search.degraded", response is None or response.degraded)
         except Refusal as err:  # InvalidArgument included
             await abort_invalid(context, err)

@@ -29,7 +29,7 @@ from hybridsearch.contract.errors import Refusal
 from hybridsearch.gateway.resources.aliases import Aliases
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.ingest.write_order import restoring_key
-from hybridsearch.v1 import collections_pb2, ingest_pb2, search_pb2, stores_pb2
+from hybridsearch.v1 import collections_pb2, common_pb2, ingest_pb2, search_pb2, stores_pb2
 
 KNOWN_TTL_S = 30.0
 LOOKUP_TIMEOUT_S = 2.0
@@ -133,10 +133,10 @@ class Catalog:
         if self.aliases is not None:
             self.aliases.forget(name)
 
-    async def listing(self, may_read) -> collections_pb2.ListCollectionsResponse:
-        """Every collection a store holds that `may_read(name)` allows, counted by each store; an alias as its
-        serving generation (the others are `alias show`'s); UNAVAILABLE (grpc.aio.AioRpcError of the first
-        store) when no store answered."""
+    async def listing(self, may_read, readers_of=lambda name: None) -> collections_pb2.ListCollectionsResponse:
+        """Every collection a store holds that `may_read(name)` allows, counted by each store (only the documents
+        `readers_of(name)` may read, when it names readers); an alias as its serving generation (the others are
+        `alias show`'s); UNAVAILABLE (grpc.aio.AioRpcError of the first store) when no store answered."""
         names_only = await self._ask(stores_pb2.StoreCollectionsRequest(), LIST_TIMEOUT_S)
         if all(isinstance(a, BaseException) for a in names_only):
             raise names_only[0]
@@ -158,6 +158,7 @@ class Catalog:
                 out.notices.append(f"the {store} store did not answer ({reason}): its counts are missing")
                 continue
             per_store[store] = {c.name: c for c in answer.collections}
+        out.notices.extend(await self._count_readable(per_store, {name: readers_of(name) for name in stored}, stored))
         engine = {store: answer.engine for store, answer in zip(STORES, counted) if not isinstance(answer, BaseException)}
         for name in sorted(stored):
             kept = [(store, per_store[store][stored[name]]) for store in STORES if stored[name] in per_store.get(store, {})]
@@ -170,6 +171,25 @@ class Catalog:
             info.stores.extend(ingest_pb2.StoreSummary(store=store, engine=engine[store], documents=c.documents,
                                                        chunks=c.chunks) for store, c in kept)
         return out
+
+    async def _count_readable(self, per_store: dict[str, dict[str, stores_pb2.StoreCollection]], readers: dict,
+                              stored: dict[str, str]) -> list[str]:
+        """Each store's counts of a collection listed for readers replaced by theirs (StoreStatsRequest.readers);
+        a notice for each count a store could not give (it shows 0, never the whole collection's)."""
+        asks = [(store, stub, name) for store, stub in zip(STORES, self._stubs()) for name in sorted(stored)
+                if readers[name] is not None and stored[name] in per_store.get(store, {})]
+        answers = await asyncio.gather(*(stub.Stats(common_pb2.StoreStatsRequest(
+            collection=stored[name], readers=readers[name]), timeout=LIST_TIMEOUT_S) for _, stub, name in asks),
+            return_exceptions=True)
+        notices = []
+        for (store, _, name), answer in zip(asks, answers):
+            counted = per_store[store][stored[name]]
+            if isinstance(answer, BaseException):  # no count rather than one of what the readers may not read
+                counted.documents = counted.chunks = 0
+                notices.append(f"the {store} store did not count {name!r} for you: 0 shown")
+                continue
+            counted.documents, counted.chunks = answer.documents, answer.chunks
+        return notices
 
     async def _aliases(self) -> dict:
         if self.aliases is None:

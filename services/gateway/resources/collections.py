@@ -10,7 +10,8 @@ from hybridsearch.config.settings import Settings
 from hybridsearch.security.sealing import Sealer
 from hybridsearch.contract.validation import check_collection
 from hybridsearch.contract.errors import Refusal, abort_invalid
-from hybridsearch.gateway.access.auth import readable
+from hybridsearch.config.collections import collection_config
+from hybridsearch.gateway.access.auth import readable, readers
 from hybridsearch.gateway.backends import Backends
 from hybridsearch.gateway.resources.catalog import Catalog
 from hybridsearch.gateway.resources.documents import get_documents
@@ -33,14 +34,16 @@ class CollectionServicer(collections_pb2_grpc.CollectionServiceServicer):
                            context: grpc.aio.ServicerContext) -> collections_pb2.GetDocumentsResponse:
         try:
             return await get_documents(request, self.backends, self.catalog, self.settings.chunk_overlap_words,
-                                       self.sealer)
+                                       self.sealer, lambda collection: readers(
+                                           collection_config(self.settings, collection), self.auth_on))
         except Refusal as err:
             await abort_invalid(context, err)
 
     async def ListCollections(self, request: collections_pb2.ListCollectionsRequest,
                               context: grpc.aio.ServicerContext) -> collections_pb2.ListCollectionsResponse:
         try:
-            return await self.catalog.listing(lambda name: bool(readable([name], self.auth_on)))
+            return await self.catalog.listing(lambda name: bool(readable([name], self.auth_on)), lambda name: readers(
+                collection_config(self.settings, name), self.auth_on))
         except grpc.aio.AioRpcError as err:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"no store answered ({err.details()}); retry")
 

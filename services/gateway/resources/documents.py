@@ -16,10 +16,12 @@ the stores hold.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import grpc
 
 from hybridsearch.contract.limits import MAX_GET_IDS
+from hybridsearch.security.acl import acl_readable
 from hybridsearch.security.sealing import Sealer
 from hybridsearch.storage.stores import chunks_by_document
 from hybridsearch.contract.validation import check_collection, check_doc_ids
@@ -90,8 +92,11 @@ def check_get(request: collections_pb2.GetDocumentsRequest) -> tuple[str, list[s
 
 
 async def get_documents(request: collections_pb2.GetDocumentsRequest, backends: Backends, catalog: Catalog,
-                        overlap_words: int, sealer: Sealer) -> collections_pb2.GetDocumentsResponse:
-    """The documents asked for, found ones in the order asked and the rest in `missing`; a Refusal:
+                        overlap_words: int, sealer: Sealer,
+                        readers_of: Callable[[str], common_pb2.Readers | None] = lambda _: None,
+                        ) -> collections_pb2.GetDocumentsResponse:
+    """The documents asked for, found ones in the order asked and the rest in `missing` (a document the caller may
+    not read, `readers_of(collection)`, is missing as one the collection does not hold is); a Refusal:
     INVALID_ARGUMENT, NOT_FOUND (no such collection), FAILED_PRECONDITION (a sealed collection without its
     key, or a record that does not open), UNAVAILABLE (the BM25 store did not answer)."""
     collection, ids = check_get(request)
@@ -105,7 +110,9 @@ async def get_documents(request: collections_pb2.GetDocumentsRequest, backends: 
                                               timeout=GET_TIMEOUT_S)
     except grpc.aio.AioRpcError as err:
         raise Refusal(f"the bm25 store did not answer ({err.details()}); retry") from None
-    chunks = [seal.open_chunk(c) for c in reply.chunks] if seal is not None else list(reply.chunks)
+    who = readers_of(collection)
+    chunks = [c for c in reply.chunks if acl_readable(who, c.acl)]  # before anything of a forbidden one is opened
+    chunks = [seal.open_chunk(c) for c in chunks] if seal is not None else chunks
     found = chunks_by_document(chunks)
     return collections_pb2.GetDocumentsResponse(
         collection=collection, documents=[assemble(found[i], overlap_words) for i in ids if i in found],

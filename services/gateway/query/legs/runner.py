@@ -47,7 +47,7 @@ class LegRunner:
         weights = kind_weights(plan)
         base = common_pb2.LegSearchRequest(collection=plan.store_name, queries=queries, limit=self.cfg.leg_depth,
                                            filters=plan.filters, metadata_fields=plan.metadata_fields,
-                                           text_depth=text_depth(plan, self.cfg, self.rerank))
+                                           text_depth=text_depth(plan, self.cfg, self.rerank), readers=plan.readers)
         request = leg.request(base, plan, self.legs)
         stage = f"{leg.name}{'.variants' if variants else ''}"
         called = time.perf_counter()

@@ -1,0 +1,90 @@
+"""What restricts a tantivy search, as tantivy queries: metadata filters and readers (security/acl.py) as clauses
+of the scoring query (before ranking: the top-k holds only what passes), and fuzzy.py's term look-ups within them.
+
+Metadata and readers are `meta` terms, one each: `key=value` for a metadata field, `@allow=<term>` and
+`@deny=<principal>` for readers, and MARKER on every chunk written with readers (one without it was written before:
+its readers are the collection default's)."""
+
+from __future__ import annotations
+
+import tantivy
+
+from hybridsearch.bm25.analyzer import Analyzer
+from hybridsearch.security.acl import ALLOW_KEY, DENY_KEY, MARKER, allow_terms, deny_terms, refused, wanted
+from hybridsearch.v1 import common_pb2
+
+Clauses = list[tuple[tantivy.Occur, tantivy.Query]]
+
+
+def meta_term(key: str, value: str) -> str:
+    return f"{key}={value}"
+
+
+def reader_terms(acl: common_pb2.Acl) -> list[str]:
+    """The `meta` terms of a chunk's readers: its allow and deny terms, and MARKER."""
+    return [*(meta_term(ALLOW_KEY, t) for t in allow_terms(acl)), *(meta_term(DENY_KEY, p) for p in deny_terms(acl)),
+            MARKER]
+
+
+def term(schema: tantivy.Schema, field: str, value) -> tantivy.Query:
+    return tantivy.Query.term_query(schema, field, value, index_option="basic")
+
+
+def term_freq(schema: tantivy.Schema, field: str, value: str) -> tantivy.Query:
+    return tantivy.Query.term_query(schema, field, value, index_option="freq")
+
+
+def _unscored(query: tantivy.Query) -> tuple[tantivy.Occur, tantivy.Query]:
+    return tantivy.Occur.Must, tantivy.Query.const_score_query(query, 0.0)
+
+
+def filter_clauses(schema: tantivy.Schema, filters) -> Clauses:
+    """The request's metadata filters (validation.matches_filters' semantics)."""
+    clauses = []
+    for f in filters:
+        which = f.WhichOneof("condition")
+        if which == "equals":
+            clauses.append(_unscored(term(schema, "meta", meta_term(f.field, f.equals))))
+        elif which == "any_of":
+            clauses.append(_unscored(tantivy.Query.term_set_query(
+                schema, "meta", [meta_term(f.field, v) for v in f.any_of.values])))
+        elif which == "not_equals":
+            clauses.append((tantivy.Occur.MustNot, term(schema, "meta", meta_term(f.field, f.not_equals))))
+    return clauses
+
+
+def reader_clauses(schema: tantivy.Schema, readers: common_pb2.Readers | None) -> Clauses:
+    """What `readers` may read: one of their allow terms (or no MARKER, when the collection's default readers admit
+    them) and none of their deny terms; none for no restriction."""
+    if readers is None:
+        return []
+    may = tantivy.Query.term_set_query(schema, "meta", [meta_term(ALLOW_KEY, t) for t in wanted(readers)])
+    if readers.default_readable:
+        unmarked = tantivy.Query.boolean_query([(tantivy.Occur.Must, tantivy.Query.all_query()),
+                                                (tantivy.Occur.MustNot, term(schema, "meta", MARKER))])
+        may = tantivy.Query.boolean_query([(tantivy.Occur.Should, may), (tantivy.Occur.Should, unmarked)])
+    clauses = [_unscored(may)]
+    if denied := refused(readers):
+        clauses.append((tantivy.Occur.MustNot, tantivy.Query.term_set_query(
+            schema, "meta", [meta_term(DENY_KEY, p) for p in denied])))
+    return clauses
+
+
+def lookups(schema: tantivy.Schema, searcher: tantivy.Searcher, analyzer: Analyzer, restrict: Clauses = ()) -> tuple:
+    """fuzzy.py's look-ups on the body field: the analyzer, doc_freq, with_prefix. Under `restrict` (a reader's
+    clauses) a term's frequency is that among the documents it lets through, so no correction or expansion names a
+    word only documents the reader may not read hold."""
+    if not restrict:
+        return (analyzer.analyze_query, lambda t: searcher.doc_freq("body", t),
+                lambda prefix, n: searcher.terms_with_prefix("body", prefix, limit=n))
+
+    def doc_freq(t: str) -> int:
+        if not searcher.doc_freq("body", t):
+            return 0
+        query = tantivy.Query.boolean_query([(tantivy.Occur.Must, term_freq(schema, "body", t)), *restrict])
+        return searcher.search(query, 1, count=True).count
+
+    def with_prefix(prefix: str, n: int) -> list[tuple[str, int]]:
+        found = [(t, doc_freq(t)) for t, _ in searcher.terms_with_prefix("body", prefix, limit=4 * n)]
+        return sorted(((t, df) for t, df in found if df), key=lambda td: -td[1])[:n]
+    return analyzer.analyze_query, doc_freq, with_prefix
