@@ -188,6 +188,15 @@ def test_index_without_a_collection_refuses_a_users_folder_and_takes_the_samples
     assert result.returncode == 2 and "-c NAME" in " ".join(result.stderr.split())
 
 
+def test_index_refuses_readers_that_are_no_principals(tmp_path):
+    (tmp_path / "a.md").write_text("# a\ntext")
+    result = subprocess.run([sys.executable, "-m", "hybridsearch.cli", "index", str(tmp_path), "-c", "notes",
+                             "--dry-run", "--acl", "group:hr", "--acl", "hr-team"], capture_output=True, text=True,
+                            timeout=120)
+    said = " ".join((result.stdout + result.stderr).split())
+    assert result.returncode == 2 and "--acl" in said and "'hr-team'" in said, said
+
+
 def legs_of(answer: dict) -> dict[str, tuple[str, str]]:
     return {leg["name"]: (leg.get("state", ""), leg.get("reason", "")) for leg in answer["legs"]}
 

@@ -24,8 +24,8 @@ from hybridsearch.storage.stores import (
     COLLECTION_RECORD, BuiltHits, EngineUnavailable, UpsertResult, SPAN, chunk_from_payload, chunks_by_document, content_of, picked_metadata, span_of,
     span_payload, stored_content, unchanged_since,
 )
-from hybridsearch.bm25.tantivy_queries import filter_clauses, lookups, meta_term, reader_clauses, reader_terms, term, \
-    term_freq
+from hybridsearch.bm25.tantivy_queries import filter_clauses, lookups, meta_term, reader_clauses, reader_terms, \
+    readers_idf, term, term_freq
 from hybridsearch.security.acl import acl_payload, same_readers
 from hybridsearch.v1 import common_pb2
 
@@ -117,18 +117,20 @@ class TantivyCollection:
         result = searcher.search(term(self.schema, "doc_id", doc_id), MAX_HITS_PER_DOC, count=False)
         return [_payload(searcher, addr) for _, addr in result.hits]
 
-    def _scoring(self, terms: list[WeightedTerm]) -> tantivy.Query | None:
+    def _scoring(self, terms: list[WeightedTerm], idf: Callable[[str, str], float] | None = None) -> tantivy.Query | None:
+        """The terms scored in the body and the boosted fields; `idf` (readers_idf): each term's IDF the readers'."""
         if not terms:
             return None
-        clauses = [(tantivy.Occur.Should, self._weighted("body", t)) for t in terms]
+        clauses = [(tantivy.Occur.Should, self._weighted("body", t, idf)) for t in terms]
         for field, boost in self.boosted:
-            scored = tantivy.Query.boolean_query([(tantivy.Occur.Should, self._weighted(field, t)) for t in terms])
+            scored = tantivy.Query.boolean_query([(tantivy.Occur.Should, self._weighted(field, t, idf)) for t in terms])
             clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(scored, boost)))
         return tantivy.Query.boolean_query(clauses)
 
-    def _weighted(self, field: str, term: WeightedTerm) -> tantivy.Query:
+    def _weighted(self, field: str, term: WeightedTerm, idf: Callable[[str, str], float] | None) -> tantivy.Query:
         query = term_freq(self.schema, field, term.term)
-        return query if term.weight == EXACT_WEIGHT else tantivy.Query.boost_query(query, term.weight)
+        weight = term.weight * (idf(field, term.term) if idf is not None else 1.0)
+        return query if weight == EXACT_WEIGHT else tantivy.Query.boost_query(query, weight)
 
     def _terms(self, searcher: tantivy.Searcher, query: str, fuzzy: bool, restrict: list = ()) -> list[WeightedTerm]:
         if not fuzzy or not self.analyzer.typo_tolerant:  # hashed terms: exact only (the gateway says so)
@@ -147,10 +149,12 @@ class TantivyCollection:
         """One list per query; hits ranked below `text_depth` (> 0) without their title and text (the gateway reads
         the few it shows from the store), as store_servicer.trim_texts would leave them, not built to be cleared."""
         payloads, searcher = self._reader()
-        restrict = filter_clauses(self.schema, filters) + reader_clauses(self.schema, readers)
+        readers_only = reader_clauses(self.schema, readers)
+        restrict = filter_clauses(self.schema, filters) + readers_only
+        idf = readers_idf(self.schema, searcher, readers_only) if readers_only and searcher.num_docs else None
         lists = []
         for query in queries:
-            scoring = self._scoring(self._terms(searcher, query, fuzzy, restrict))
+            scoring = self._scoring(self._terms(searcher, query, fuzzy, restrict), idf)
             if scoring is None or limit <= 0 or searcher.num_docs == 0:
                 lists.append([])
                 continue

@@ -7,6 +7,9 @@ its readers are the collection default's)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 import tantivy
 
 from hybridsearch.bm25.analyzer import Analyzer
@@ -68,6 +71,30 @@ def reader_clauses(schema: tantivy.Schema, readers: common_pb2.Readers | None) -
         clauses.append((tantivy.Occur.MustNot, tantivy.Query.term_set_query(
             schema, "meta", [meta_term(DENY_KEY, p) for p in denied])))
     return clauses
+
+
+def bm25_idf(docs: int, df: int) -> float:
+    """Lucene's (and tantivy's) BM25 IDF of a term in `df` of `docs` documents."""
+    return math.log(1 + (docs - df + 0.5) / (df + 0.5))
+
+
+def readers_idf(schema: tantivy.Schema, searcher: tantivy.Searcher, restrict: Clauses) -> Callable[[str, str], float]:
+    """(field, term) -> the boost that turns tantivy's IDF of the term, counted over every chunk, into its IDF over
+    the chunks `restrict` (a reader's clauses) lets through: the ranking the reader would get from a collection of
+    only what it reads, but for the average field length, which stays the whole collection's. 1 for a term no
+    readable chunk holds (it scores nothing here anyway)."""
+    def count(query: tantivy.Query) -> int:
+        return searcher.search(tantivy.Query.boolean_query([(tantivy.Occur.Must, query), *restrict]), 1,
+                               count=True).count
+
+    docs = searcher.num_docs
+    within = count(tantivy.Query.all_query())
+
+    def boost(field: str, t: str) -> float:
+        df = searcher.doc_freq(field, t)
+        readable = count(term_freq(schema, field, t)) if df else 0
+        return bm25_idf(within, readable) / bm25_idf(docs, df) if readable else 1.0
+    return boost
 
 
 def lookups(schema: tantivy.Schema, searcher: tantivy.Searcher, analyzer: Analyzer, restrict: Clauses = ()) -> tuple:

@@ -83,3 +83,17 @@ async def test_chunks_written_before_readers_are_the_collection_defaults(tmp_pat
         (hits,) = await engine.search("c", ["quarry"], 10, [], readers=readers)
         assert docs_of(hits) == found
     await engine.close()
+
+
+async def test_a_readers_ranking_uses_the_idf_of_what_it_reads(engine):
+    """A reader's BM25 weights each term by its IDF among the chunks it reads: its ranking is that of a collection
+    of only those chunks (scores equal here, where every chunk has the same length; elsewhere the average field
+    length stays the whole collection's)."""
+    for who in ("ana", "bob", "nobody"):
+        readers, reads = READS[who]
+        await engine.upsert(f"only-{who}", [c for c in chunks() if c.doc_id in reads])
+        for query in ("lighthouse gearbox entries", "payroll meadow part", "obsidian quarry log"):
+            (mine,) = await engine.search("c", [query], 10, [], readers=readers)
+            (alone,) = await engine.search(f"only-{who}", [query], 10, [])
+            assert [h.chunk_id for h in mine] == [h.chunk_id for h in alone], (who, query)
+            assert [h.score for h in mine] == pytest.approx([h.score for h in alone], rel=1e-4), (who, query)

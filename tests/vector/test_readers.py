@@ -12,7 +12,7 @@ from acl_scenario import ANA, BOB, DOCS, READS, chunks, docs_of
 from hybridsearch.security.acl import parse_acl
 from hybridsearch.vector.neighbours import EdgeWeights
 from hybridsearch.config.search import GraphSettings
-from test_store import DIM, open_store
+from test_store import DIM, open_store, recording_qdrant  # noqa: F401  (a fixture)
 
 
 def vectors(n: int) -> np.ndarray:
@@ -64,4 +64,25 @@ async def test_new_readers_rewrite_payloads_and_keep_vectors(store):
         assert np.allclose(p.vector, kept[p.id], atol=1e-2)
     (stored,) = [c for c in await store.get_chunks("c", ["d-hr"]) if c.position == 0]
     assert stored.acl == grant
-    assert docs_of([]) == set()
+
+
+async def test_a_qdrant_server_is_sent_the_readers_filter(recording_qdrant):
+    """The server path: the readers as the search's own filter, next to the metadata filters, on the wire."""
+    from hybridsearch.vector.qdrant import QdrantStore
+    from test_store import PRODUCTION
+    from qdrant_client.grpc import QueryBatchPoints
+
+    servicer, port = recording_qdrant
+    store = QdrantStore(url=f"http://127.0.0.1:{port}", dim=DIM,
+                        settings=PRODUCTION.model_copy(update={"qdrant_grpc_port": port}))
+    await store.ensure_collection("docs")
+    await store.search("docs", vectors(1), limit=5, filters=[], readers=ANA)
+    await store.close()
+    (batch,) = [r for r in servicer.requests if isinstance(r, QueryBatchPoints)]
+    (readers,) = [c.filter for c in batch.query_points[0].filter.must]
+    allow, unset = readers.should
+    assert (allow.field.key, sorted(allow.field.match.keywords.strings)) == ("acl_allow", ["*", "@default", "group:eng",
+                                                                                         "user:ana"])
+    assert unset.is_empty.key == "acl_allow"  # written before readers: the collection default's, which admits ana
+    (denied,) = readers.must_not
+    assert (denied.field.key, sorted(denied.field.match.keywords.strings)) == ("acl_deny", ["group:eng", "user:ana"])
