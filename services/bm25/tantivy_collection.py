@@ -26,7 +26,7 @@ from hybridsearch.storage.stores import (
 )
 from hybridsearch.bm25.tantivy_queries import filter_clauses, lookups, meta_term, reader_clauses, reader_terms, \
     readers_idf, term, term_freq
-from hybridsearch.security.acl import acl_payload, same_readers
+from hybridsearch.security.acl import acl_payload, readers_key, same_readers
 from hybridsearch.v1 import common_pb2
 
 log = logging.getLogger(__name__)
@@ -105,6 +105,7 @@ class TantivyCollection:
         # before the searcher (`_reader`): a search that meets a reload fills the cache it took, now let go.
         self.payload_cache = payload_cache
         self._payloads: dict[tuple[int, int], dict] = {}
+        self._readable_counts: dict[tuple, int] = {}  # readers_idf's counts for this reader of the index
         self.built = BuiltHits(2 * payload_cache, lambda p, fields, content: _hit(p, 0.0, 0, fields, content)) \
             if payload_cache else None
 
@@ -148,10 +149,12 @@ class TantivyCollection:
                readers: common_pb2.Readers | None = None) -> list[list[common_pb2.LegHit]]:
         """One list per query; hits ranked below `text_depth` (> 0) without their title and text (the gateway reads
         the few it shows from the store), as store_servicer.trim_texts would leave them, not built to be cleared."""
+        known = self._readable_counts  # before the searcher, as the payload cache (_reader)
         payloads, searcher = self._reader()
         readers_only = reader_clauses(self.schema, readers)
         restrict = filter_clauses(self.schema, filters) + readers_only
-        idf = readers_idf(self.schema, searcher, readers_only) if readers_only and searcher.num_docs else None
+        idf = readers_idf(self.schema, searcher, readers_only, known, readers_key(readers)) \
+            if readers_only and searcher.num_docs else None
         lists = []
         for query in queries:
             scoring = self._scoring(self._terms(searcher, query, fuzzy, restrict), idf)
@@ -193,7 +196,7 @@ class TantivyCollection:
     def _reloaded(self) -> None:
         """The reader after a commit, and a new payload cache for it (the old segment ordinals name others now)."""
         self.index.reload()
-        self._payloads = {}
+        self._payloads, self._readable_counts = {}, {}
 
     def stats(self, readers: common_pb2.Readers | None = None) -> tuple[int, int, dict[str, str]]:
         """(documents, chunks, details) from one searcher; with `readers`, the documents and chunks they may read."""

@@ -78,21 +78,30 @@ def bm25_idf(docs: int, df: int) -> float:
     return math.log(1 + (docs - df + 0.5) / (df + 0.5))
 
 
-def readers_idf(schema: tantivy.Schema, searcher: tantivy.Searcher, restrict: Clauses) -> Callable[[str, str], float]:
+KNOWN_COUNTS = 65_536  # readable document frequencies kept per reader of an index (readers_idf's `known`)
+
+
+def readers_idf(schema: tantivy.Schema, searcher: tantivy.Searcher, restrict: Clauses, known: dict,
+                who: str) -> Callable[[str, str], float]:
     """(field, term) -> the boost that turns tantivy's IDF of the term, counted over every chunk, into its IDF over
-    the chunks `restrict` (a reader's clauses) lets through: the ranking the reader would get from a collection of
-    only what it reads, but for the average field length, which stays the whole collection's. 1 for a term no
-    readable chunk holds (it scores nothing here anyway)."""
-    def count(query: tantivy.Query) -> int:
-        return searcher.search(tantivy.Query.boolean_query([(tantivy.Occur.Must, query), *restrict]), 1,
-                               count=True).count
+    the chunks `restrict` (the clauses of the readers `who` names) lets through: the ranking the reader would get
+    from a collection of only what it reads, but for the average field length, which stays the whole collection's.
+    1 for a term no readable chunk holds (it scores nothing here anyway). The counts are kept in `known` (one
+    searcher's: the caller starts a new one when the index reloads), each counted once per reader."""
+    def count(key: tuple, query: tantivy.Query) -> int:
+        if (found := known.get(key)) is None:
+            if len(known) >= KNOWN_COUNTS:
+                known.clear()
+            found = known[key] = searcher.search(
+                tantivy.Query.boolean_query([(tantivy.Occur.Must, query), *restrict]), 1, count=True).count
+        return found
 
     docs = searcher.num_docs
-    within = count(tantivy.Query.all_query())
+    within = count((who,), tantivy.Query.all_query())
 
     def boost(field: str, t: str) -> float:
         df = searcher.doc_freq(field, t)
-        readable = count(term_freq(schema, field, t)) if df else 0
+        readable = count((who, field, t), term_freq(schema, field, t)) if df else 0
         return bm25_idf(within, readable) / bm25_idf(docs, df) if readable else 1.0
     return boost
 
