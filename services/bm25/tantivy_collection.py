@@ -25,7 +25,7 @@ from hybridsearch.storage.stores import (
     span_payload, stored_content, unchanged_since,
 )
 from hybridsearch.bm25.tantivy_queries import filter_clauses, lookups, meta_term, reader_clauses, reader_terms, \
-    readers_idf, term, term_freq
+    readers_idf, term, term_freq, unmarked_chunks
 from hybridsearch.security.acl import acl_payload, readers_key, same_readers
 from hybridsearch.v1 import common_pb2
 
@@ -106,6 +106,7 @@ class TantivyCollection:
         self.payload_cache = payload_cache
         self._payloads: dict[tuple[int, int], dict] = {}
         self._readable_counts: dict[tuple, int] = {}  # readers_idf's counts for this reader of the index
+        self._unmarked: bool | None = None  # whether it holds chunks written before readers (None: not looked yet)
         self.built = BuiltHits(2 * payload_cache, lambda p, fields, content: _hit(p, 0.0, 0, fields, content)) \
             if payload_cache else None
 
@@ -141,8 +142,9 @@ class TantivyCollection:
     def correct(self, query: str, readers: common_pb2.Readers | None = None) -> str:
         if not self.analyzer.typo_tolerant:
             return query
-        return correct_query(query, *lookups(self.schema, self.index.searcher(), self.analyzer,
-                                             reader_clauses(self.schema, readers)))
+        searcher = self.index.searcher()
+        return correct_query(query, *lookups(self.schema, searcher, self.analyzer,
+                                             self._reader_clauses(searcher, readers)))
 
     def search(self, queries: list[str], limit: int, filters, metadata_fields=(),
                fuzzy: bool = False, text_depth: int = 0,
@@ -151,7 +153,7 @@ class TantivyCollection:
         the few it shows from the store), as store_servicer.trim_texts would leave them, not built to be cleared."""
         known = self._readable_counts  # before the searcher, as the payload cache (_reader)
         payloads, searcher = self._reader()
-        readers_only = reader_clauses(self.schema, readers)
+        readers_only = self._reader_clauses(searcher, readers)
         restrict = filter_clauses(self.schema, filters) + readers_only
         idf = readers_idf(self.schema, searcher, readers_only, known, readers_key(readers)) \
             if readers_only and searcher.num_docs else None
@@ -193,15 +195,23 @@ class TantivyCollection:
             return found
         return payload, searcher
 
+    def _reader_clauses(self, searcher: tantivy.Searcher, readers: common_pb2.Readers | None) -> list:
+        """reader_clauses for this searcher: the scan for chunks written before readers only where some are."""
+        if readers is None:
+            return []
+        if (unmarked := self._unmarked) is None:
+            unmarked = self._unmarked = unmarked_chunks(self.schema, searcher)
+        return reader_clauses(self.schema, readers, unmarked)
+
     def _reloaded(self) -> None:
         """The reader after a commit, and a new payload cache for it (the old segment ordinals name others now)."""
         self.index.reload()
-        self._payloads, self._readable_counts = {}, {}
+        self._payloads, self._readable_counts, self._unmarked = {}, {}, None
 
     def stats(self, readers: common_pb2.Readers | None = None) -> tuple[int, int, dict[str, str]]:
         """(documents, chunks, details) from one searcher; with `readers`, the documents and chunks they may read."""
         searcher = self.index.searcher()
-        restrict = reader_clauses(self.schema, readers)
+        restrict = self._reader_clauses(searcher, readers)
 
         def count(query: tantivy.Query) -> int:
             if restrict:

@@ -56,21 +56,27 @@ def filter_clauses(schema: tantivy.Schema, filters) -> Clauses:
     return clauses
 
 
-def reader_clauses(schema: tantivy.Schema, readers: common_pb2.Readers | None) -> Clauses:
+def reader_clauses(schema: tantivy.Schema, readers: common_pb2.Readers | None, unmarked: bool = True) -> Clauses:
     """What `readers` may read: one of their allow terms (or no MARKER, when the collection's default readers admit
-    them) and none of their deny terms; none for no restriction."""
+    them and the index holds `unmarked` chunks, written before readers: a scan of every chunk, left out when there
+    are none) and none of their deny terms; none for no restriction."""
     if readers is None:
         return []
-    may = tantivy.Query.term_set_query(schema, "meta", [meta_term(ALLOW_KEY, t) for t in wanted(readers)])
-    if readers.default_readable:
+    # Term queries under one boolean, not a term_set_query: measured on SciFact, a count of one term within a
+    # reader's documents cost 0.27 ms with term sets, 0.02 ms so (tantivy 0.27 builds a term set's doc set whole).
+    may = tantivy.Query.boolean_query([(tantivy.Occur.Should, term(schema, "meta", meta_term(ALLOW_KEY, t)))
+                                       for t in wanted(readers)])
+    if readers.default_readable and unmarked:
         unmarked = tantivy.Query.boolean_query([(tantivy.Occur.Must, tantivy.Query.all_query()),
                                                 (tantivy.Occur.MustNot, term(schema, "meta", MARKER))])
         may = tantivy.Query.boolean_query([(tantivy.Occur.Should, may), (tantivy.Occur.Should, unmarked)])
-    clauses = [_unscored(may)]
-    if denied := refused(readers):
-        clauses.append((tantivy.Occur.MustNot, tantivy.Query.term_set_query(
-            schema, "meta", [meta_term(DENY_KEY, p) for p in denied])))
-    return clauses
+    return [_unscored(may), *((tantivy.Occur.MustNot, term(schema, "meta", meta_term(DENY_KEY, p)))
+                              for p in refused(readers))]
+
+
+def unmarked_chunks(schema: tantivy.Schema, searcher: tantivy.Searcher) -> bool:
+    """Whether the searcher's index holds chunks written before readers were kept (no MARKER)."""
+    return searcher.num_docs > 0 and searcher.search(term(schema, "meta", MARKER), 1, count=True).count < searcher.num_docs
 
 
 def bm25_idf(docs: int, df: int) -> float:
