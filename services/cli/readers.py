@@ -30,8 +30,8 @@ def readers_bench(
         from hybridsearch.corpus import load_judged_queries, read_beir_corpus
         from hybridsearch.security.apikeys import create_key
         from hybridsearch.tools.bench import BENCH_MODES
-        from hybridsearch.tools.perf.readers_bench import bucket, corpus_of, ensure, group, measure, shared_qrels, \
-            with_acl
+        from hybridsearch.tools.perf.readers_bench import bucket, corpus_of, ensure, forget_expansions, group, measure, \
+            shared_qrels, with_acl
 
     settings = get_settings()
     if settings.auth.keys_file is None and not (settings.data_dir / "auth" / "keys.yaml").exists():
@@ -51,6 +51,9 @@ def readers_bench(
     with GatewayClient(address) as admin:
         spent = ensure(admin, name, lambda: with_acl(read_beir_corpus(corpus), share_list), count)
         console.print(f"{name}: {count} documents with readers ({spent:.0f} s to write)")
+        forgotten = forget_expansions(settings.redis.cache_url or settings.redis.state_url,
+                                      [name, *(f"{name}-p{s}" for s in share_list)])
+        console.print(f"{forgotten} cached expansions of earlier runs forgotten: every search starts cold")
         for share in share_list:
             only = [d for d in read_beir_corpus(corpus) if bucket(d.id) < share]
             spent = ensure(admin, f"{name}-p{share}", lambda only=only: iter(only), len(only))

@@ -129,6 +129,21 @@ def shared_qrels(qrels: dict[str, dict[str, int]], share: int) -> dict[str, dict
     return {q: {d: r for d, r in judged.items() if bucket(d) < share} for q, judged in qrels.items()}
 
 
+def forget_expansions(cache_url: str, collections: Iterable[str]) -> int:
+    """The expansion cache's entries of these collections deleted, so every kind of search starts cold (an entry
+    kept by an earlier run, of other code, would answer for one kind and not another); how many were."""
+    import redis
+
+    from hybridsearch.expansion.cache import collection_pattern
+
+    client = redis.Redis.from_url(cache_url)
+    try:
+        keys = [k for c in collections for k in client.scan_iter(match=collection_pattern(c), count=1000)]
+        return client.delete(*keys) if keys else 0
+    finally:
+        client.close()
+
+
 def corpus_of(folder: Path) -> tuple[Path, int]:
     corpus = beir_corpus_file(folder)
     if corpus is None:
