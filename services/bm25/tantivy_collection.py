@@ -21,7 +21,7 @@ from hybridsearch.bm25.engine import field_name
 from hybridsearch.bm25.fuzzy import EXACT_WEIGHT, WeightedTerm, correct_query, exact_terms, expand_query
 from hybridsearch.text.chunking import indexed_text
 from hybridsearch.storage.stores import (
-    COLLECTION_RECORD, BuiltHits, EngineUnavailable, UpsertResult, SPAN, chunk_from_payload, chunks_by_document, content_of, picked_metadata, span_of,
+    COLLECTION_RECORD, BuiltHits, EngineUnavailable, UpsertResult, SPAN, chunk_from_payload, chunks_by_document, leg_hit,
     span_payload, stored_content, unchanged_since,
 )
 from hybridsearch.bm25.tantivy_queries import filter_clauses, lookups, meta_term, reader_clauses, reader_terms, \
@@ -48,13 +48,6 @@ def _schema(fields: list[str]) -> tantivy.Schema:
     builder.add_unsigned_field("position", indexed=True)
     builder.add_bytes_field("payload", stored=True)  # JSON: what a hit or a write check reads back
     return builder.build()
-
-
-def _hit(p: dict, score: float, rank: int, metadata_fields, content: bool) -> common_pb2.LegHit:
-    """A hit from its stored payload; without `content`, its title, text and sealed record left out."""
-    return common_pb2.LegHit(chunk_id=p["chunk_id"], doc_id=p["doc_id"], score=score, rank=rank,
-                             **(content_of(p, heading=False) if content else {}),
-                             metadata=picked_metadata(p.get("metadata", {}), metadata_fields), span=span_of(p))
 
 
 def _payload(searcher: tantivy.Searcher, addr: tantivy.DocAddress) -> dict:
@@ -107,7 +100,7 @@ class TantivyCollection:
         self._payloads: dict[tuple[int, int], dict] = {}
         self._readable_counts: dict[tuple, int] = {}  # readers_idf's counts for this reader of the index
         self._unmarked: bool | None = None  # whether it holds chunks written before readers (None: not looked yet)
-        self.built = BuiltHits(2 * payload_cache, lambda p, fields, content: _hit(p, 0.0, 0, fields, content)) \
+        self.built = BuiltHits(2 * payload_cache, lambda p, fields, content: leg_hit(p, 0.0, 0, fields, content)) \
             if payload_cache else None
 
     # --- reads ---------------------------------------------------------------------------------------
@@ -174,7 +167,7 @@ class TantivyCollection:
                 lists.append(list(ranked.hits))
                 continue
             # below the text depth no title or text; its span still (LegHit.span is kept below text_depth)
-            lists.append([_hit(payloads(addr), score / LUCENE7_FACTOR, rank, metadata_fields, rank <= depth)
+            lists.append([leg_hit(payloads(addr), score / LUCENE7_FACTOR, rank, metadata_fields, rank <= depth)
                           for rank, (score, addr) in enumerate(result.hits, 1)])
         return lists
 

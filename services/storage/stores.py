@@ -223,6 +223,15 @@ class BuiltHits:
         hit.score, hit.rank = score, rank
 
 
+def leg_hit(p: dict, score: float, rank: int, metadata_fields, content: bool = True) -> common_pb2.LegHit:
+    """A hit from a store's payload (both layouts: `metadata` or `meta`); without `content`, its title, text and
+    sealed record left out."""
+    return common_pb2.LegHit(chunk_id=p["chunk_id"], doc_id=p["doc_id"], score=score, rank=rank,
+                             **(content_of(p, heading=False) if content else {}),
+                             metadata=picked_metadata(p.get("metadata", p.get("meta")) or {}, metadata_fields),
+                             span=span_of(p))
+
+
 def picked_metadata(meta: dict, fields) -> dict[str, str]:
     """The metadata keys a leg request asked for (LegSearchRequest.metadata_fields) that a hit has: what
     the gateway's metadata boosts read, and nothing more (hits stay small)."""

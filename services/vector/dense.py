@@ -15,7 +15,7 @@ import numpy as np
 from hybridsearch.text.chunking import indexed_text
 from hybridsearch.config.settings import Settings
 from hybridsearch.config.collections import collection_config
-from hybridsearch.storage.stores import BuiltHits, UpsertResult, content_of, picked_metadata, span_of
+from hybridsearch.storage.stores import BuiltHits, UpsertResult, leg_hit
 from hybridsearch.text.tags import query_keywords
 from hybridsearch.runtime.models import ModelUnavailable
 from hybridsearch.contract.errors import InvalidArgument, Refusal
@@ -71,7 +71,7 @@ class VectorEngine:
         if cfg.engine == "embedded":  # Qdrant's engine in-process: HNSW, payload indexes (vector/edge.py)
             self.store = EdgeStore(path=settings.data_dir / "qdrant-edge", dim=default.dim, settings=cfg)
             if cfg.payload_cache:
-                self.built = BuiltHits(2 * cfg.payload_cache, lambda p, fields, content: _hit(p, 0.0, 0, fields, content))
+                self.built = BuiltHits(2 * cfg.payload_cache, lambda p, fields, content: leg_hit(p, 0.0, 0, fields, content))
         elif cfg.engine == "local":  # qdrant-client's local mode: exact scan in Python, for small collections
             self.store = QdrantStore(path=settings.data_dir / "qdrant", dim=default.dim, settings=cfg)
         elif cfg.engine == "qdrant":
@@ -250,7 +250,7 @@ class VectorEngine:
         for q in queries:
             found = await self.store.tag_search(collection, query_keywords(q.text), limit, filters, readers)
             lists.append(common_pb2.RankedList(leg=common_pb2.LEG_TAG, kind=q.kind, query=q.text, hits=[
-                _hit(payload, float(count), r + 1, metadata_fields) for r, (payload, count) in enumerate(found)]))
+                leg_hit(payload, float(count), r + 1, metadata_fields) for r, (payload, count) in enumerate(found)]))
         return lists
 
     async def neighbours(self, collection: str, seeds: list[str], query: common_pb2.LegQuery, limit: int, filters,
@@ -273,7 +273,7 @@ class VectorEngine:
                                             within=strongest(edges, cfg.candidates), readers=readers)
         timings["engine"] = (time.perf_counter() - searched) * 1000
         best = ranked(((p.payload, float(p.score)) for p in points), edges, limit)
-        out.hits.extend(_hit(payload, score, r + 1, metadata_fields) for r, (payload, score) in enumerate(best))
+        out.hits.extend(leg_hit(payload, score, r + 1, metadata_fields) for r, (payload, score) in enumerate(best))
         return out
 
     @staticmethod
@@ -286,7 +286,7 @@ class VectorEngine:
         if built is None:
             return common_pb2.RankedList(
                 leg=common_pb2.LEG_VECTOR, kind=kind, query=text,
-                hits=[_hit(p.payload, float(p.score), r + 1, metadata_fields, r < depth) for r, p in enumerate(points)])
+                hits=[leg_hit(p.payload, float(p.score), r + 1, metadata_fields, r < depth) for r, p in enumerate(points)])
         out = common_pb2.RankedList(leg=common_pb2.LEG_VECTOR, kind=kind, query=text)
         fields = tuple(metadata_fields)
         for r, p in enumerate(points):
@@ -297,12 +297,3 @@ class VectorEngine:
         for embedder in self._embedders.values():
             await embedder.close()
         await self.store.close()
-
-
-def _hit(payload: dict, score: float, rank: int, metadata_fields, content: bool = True) -> common_pb2.LegHit:
-    """A hit from its stored payload; without `content`, its title, text and sealed record left out."""
-    return common_pb2.LegHit(
-        chunk_id=payload["chunk_id"], doc_id=payload["doc_id"], score=score, rank=rank,
-        **(content_of(payload, heading=False) if content else {}),
-        metadata=picked_metadata(payload.get("meta", {}), metadata_fields), span=span_of(payload),
-    )

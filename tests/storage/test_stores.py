@@ -5,14 +5,15 @@ from __future__ import annotations
 
 def test_built_hits_copy_the_hit_built_for_a_payload_with_each_lists_score_and_rank():
     from hybridsearch.storage.stores import BuiltHits
-    from hybridsearch.vector.dense import VectorEngine, _hit
+    from hybridsearch.storage.stores import leg_hit
+    from hybridsearch.vector.dense import VectorEngine
     from hybridsearch.v1 import common_pb2
 
     built_count = []
 
     def build(payload, fields, content):
         built_count.append(payload["chunk_id"])
-        return _hit(payload, 0.0, 0, fields, content)
+        return leg_hit(payload, 0.0, 0, fields, content)
 
     payloads = [{"chunk_id": f"d{i}#0", "doc_id": f"d{i}", "title": f"t{i}", "text": f"text {i}", "meta": {"year": str(i)},
                  "span": [i, i + 5, 1, 2]} for i in range(6)]

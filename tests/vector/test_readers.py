@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from acl_scenario import ANA, BOB, DOCS, READS, chunks, docs_of
+from acl_scenario import ANA, BOB, DOCS, READS, chunks
 
 from hybridsearch.security.acl import parse_acl
 from hybridsearch.vector.neighbours import EdgeWeights
@@ -66,7 +66,7 @@ async def test_new_readers_rewrite_payloads_and_keep_vectors(store):
     assert stored.acl == grant
 
 
-async def test_a_qdrant_server_is_sent_the_readers_filter(recording_qdrant):
+async def test_a_qdrant_server_is_sent_the_readers_filter(recording_qdrant):  # noqa: F811  (the fixture)
     """The server path: the readers as the search's own filter, next to the metadata filters, on the wire."""
     from hybridsearch.vector.qdrant import QdrantStore
     from test_store import PRODUCTION

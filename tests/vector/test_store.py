@@ -283,6 +283,7 @@ def test_payload_indexes_cover_doc_id_position_and_filter_fields():
         "meta.lang": models.PayloadSchemaType.KEYWORD, "meta.source": models.PayloadSchemaType.KEYWORD,
         "tags": models.PayloadSchemaType.KEYWORD, "links": models.PayloadSchemaType.KEYWORD,
         "wiki": models.PayloadSchemaType.KEYWORD, "keys": models.PayloadSchemaType.KEYWORD,
+        "acl_allow": models.PayloadSchemaType.KEYWORD, "acl_deny": models.PayloadSchemaType.KEYWORD,
     }
 
 
