@@ -48,6 +48,15 @@ async def test_metadata_filters_and_readers_hold_together(engine):
     only = [common_pb2.MetadataFilter(field="links", equals="d-pub")]  # every document but d-pub
     (hits,) = await engine.search("f", ["lighthouse"], 10, only, readers=ANA)
     assert docs_of(hits) == {"d-eng", "d-sec", "d-def"}
+    either = [common_pb2.MetadataFilter(field="tags", any_of=common_pb2.StringList(values=["gearbox,harbor",
+                                                                                       "payroll,harbor"]))]
+    (hits,) = await engine.search("f", ["lighthouse"], 10, either, readers=BOB)
+    assert docs_of(hits) == {"d-eng", "d-hr"}
+    (hits,) = await engine.search("f", ["lighthouse"], 10, either, readers=ANA)
+    assert docs_of(hits) == {"d-eng"}
+    besides = [common_pb2.MetadataFilter(field="tags", not_equals="gearbox,harbor")]
+    (hits,) = await engine.search("f", ["lighthouse"], 10, besides, readers=BOB)
+    assert docs_of(hits) == {"d-hr", "d-pub"}
 
 
 async def test_new_readers_reindex_the_same_text_and_apply_at_once(engine):
