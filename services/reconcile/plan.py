@@ -7,7 +7,8 @@ end up agreeing. The rules:
   in one store only         copy it to the other (an unacknowledged write completes; an unacknowledged
                             delete that reached one store only is undone: the client never heard it done)
   in both, hashes differ    the newer write wins (written_at_ms, stamped by the gateway); on a tie (a
-                            store that keeps no write time reads 0) the BM25 store's copy wins
+  (or readers differ)       store that keeps no write time reads 0) the BM25 store's copy wins. Readers count
+                            as content: a store still granting what the other denies is drift to repair
   torn in one store         (its chunks disagree: a write cut in half) the other store's copy wins
   torn in both              cannot be repaired from the stores: listed for re-ingest
 """
@@ -69,7 +70,7 @@ def plan_repairs(bm25: dict[str, common_pb2.StoredDocument], vector: dict[str, c
             unrepairable.append(doc_id)
         elif a.torn or b.torn:
             repairs.append(_copy(doc_id, Drift.TORN, Store.VECTOR if a.torn else Store.BM25))
-        elif a.content_hash != b.content_hash:
+        elif a.content_hash != b.content_hash or a.readers != b.readers:
             newer = Store.VECTOR if b.written_at_ms > a.written_at_ms else Store.BM25
             repairs.append(_copy(doc_id, Drift.DIVERGED, newer))
         else:

@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc
 
 from hybridsearch.contract.errors import InvalidArgument, Refusal
-from hybridsearch.security.acl import acl_of
+from hybridsearch.security.acl import ALLOW, DENY, acl_of, readers_key_of
 from hybridsearch.v1 import common_pb2
 
 
@@ -93,16 +93,18 @@ class EngineUnavailable(RuntimeError):
 
 
 # The payload fields a store keeps per chunk that reconcile lists (vector stores name metadata "meta").
-LISTED_FIELDS = ["doc_id", "position", "content_hash", "written_at_ms", "key_id"]
+LISTED_FIELDS = ["doc_id", "position", "content_hash", "written_at_ms", "key_id", ALLOW, DENY]
 
 
 def stored_documents(payloads: Iterable[dict]) -> list[common_pb2.StoredDocument]:
-    """Every document in a store's chunk payloads, by id: its hash, chunk count, write time, whether its
-    chunks are torn (hashes disagree, or positions are not 0..n-1), and a sealed one's key ids."""
+    """Every document in a store's chunk payloads, by id: its hash, chunk count, write time, readers, whether its
+    chunks are torn (hashes or readers disagree, or positions are not 0..n-1), and a sealed one's key ids."""
     docs: dict[str, tuple[set[str], list[int], int, set[str]]] = {}
+    readers: dict[str, set[str]] = {}
     for p in payloads:
         hashes, positions, written, key_ids = docs.setdefault(p["doc_id"], (set(), [], 0, set()))
         hashes.add(p.get("content_hash", ""))
+        readers.setdefault(p["doc_id"], set()).add(readers_key_of(acl_of(p) or common_pb2.Acl()))
         positions.append(int(p.get("position", 0)))
         if p.get("key_id"):
             key_ids.add(p["key_id"])
@@ -112,7 +114,8 @@ def stored_documents(payloads: Iterable[dict]) -> list[common_pb2.StoredDocument
         hashes, positions, written, key_ids = docs[doc_id]
         out.append(common_pb2.StoredDocument(
             doc_id=doc_id, content_hash=min(hashes), chunks=len(positions), written_at_ms=written,
-            torn=len(hashes) > 1 or sorted(positions) != list(range(len(positions))), key_ids=sorted(key_ids),
+            torn=len(hashes) > 1 or len(readers[doc_id]) > 1 or sorted(positions) != list(range(len(positions))),
+            key_ids=sorted(key_ids), readers=min(readers[doc_id]),
         ))
     return out
 

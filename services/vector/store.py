@@ -259,7 +259,8 @@ class ChunkPointStore:
                 if head is None or head.get("content_hash") != doc_chunks[0].content_hash or \
                         head.get("chunks") != len(doc_chunks) or same_readers(head, doc_chunks[0].acl):
                     continue
-                updates += [(point_id(c.doc_id, c.position), acl_payload(c.acl)) for c in doc_chunks]
+                updates += [(point_id(c.doc_id, c.position), {**acl_payload(c.acl), "written_at_ms": c.written_at_ms})
+                            for c in doc_chunks]  # the write that changed them is the newer (reconcile)
                 result.documents_written += 1
                 result.chunks_written += len(doc_chunks)
             if updates:

@@ -9,8 +9,9 @@ from hybridsearch.runtime.services import Store
 from hybridsearch.v1 import common_pb2
 
 
-def doc(doc_id="d", h="h1", at=0, torn=False, chunks=1):
-    return common_pb2.StoredDocument(doc_id=doc_id, content_hash=h, written_at_ms=at, torn=torn, chunks=chunks)
+def doc(doc_id="d", h="h1", at=0, torn=False, chunks=1, readers="r0"):
+    return common_pb2.StoredDocument(doc_id=doc_id, content_hash=h, written_at_ms=at, torn=torn, chunks=chunks,
+                                     readers=readers)
 
 
 def only(repairs):
@@ -24,6 +25,9 @@ def only(repairs):
     ({"d": doc(h="old", at=1)}, {"d": doc(h="new", at=2)}, Repair("d", Drift.DIVERGED, Store.VECTOR, Store.BM25)),
     ({"d": doc(h="new", at=2)}, {"d": doc(h="old", at=1)}, Repair("d", Drift.DIVERGED, Store.BM25, Store.VECTOR)),
     ({"d": doc(h="a", at=0)}, {"d": doc(h="b", at=0)}, Repair("d", Drift.DIVERGED, Store.BM25, Store.VECTOR)),  # tie
+    # the same text, other readers: a readers change that reached one store only (the newer one wins)
+    ({"d": doc(readers="grants", at=1)}, {"d": doc(readers="denies", at=2)},
+     Repair("d", Drift.DIVERGED, Store.VECTOR, Store.BM25)),
     ({"d": doc(torn=True)}, {"d": doc()}, Repair("d", Drift.TORN, Store.VECTOR, Store.BM25)),
     ({"d": doc()}, {"d": doc(h="x", at=9, torn=True)}, Repair("d", Drift.TORN, Store.BM25, Store.VECTOR)),
 ])

@@ -86,3 +86,16 @@ async def test_a_qdrant_server_is_sent_the_readers_filter(recording_qdrant):  # 
     assert unset.is_empty.key == "acl_allow"  # written before readers: the collection default's, which admits ana
     (denied,) = readers.must_not
     assert (denied.field.key, sorted(denied.field.match.keywords.strings)) == ("acl_deny", ["group:eng", "user:ana"])
+
+
+async def test_a_listing_names_each_documents_readers(store):
+    """What reconcile compares (StoredDocument.readers): the same for the same readers, another after a change."""
+    before = {d.doc_id: d for d in await store.list_documents("c")}
+    assert len({before[d].readers for d in ("d-eng", "d-hr", "d-sec", "d-pub", "d-def")}) == 5
+    changed = chunks({"d-hr": parse_acl(["group:eng"])}, tags=True)
+    for c in changed:
+        c.written_at_ms = 42
+    await store.set_readers("c", changed)
+    after = {d.doc_id: d for d in await store.list_documents("c")}
+    assert after["d-hr"].readers == before["d-eng"].readers and after["d-hr"].written_at_ms == 42
+    assert not after["d-hr"].torn and after["d-pub"] == before["d-pub"]
