@@ -232,11 +232,12 @@ class Reindexer:
         await stub.UpsertChunks(common_pb2.UpsertChunksRequest(collection=target, chunks=chunks), timeout=STORE_TIMEOUT_S)
 
     async def _listing(self, store: str, collection: str) -> dict[str, str]:
-        """Document id -> content hash, as one store holds the collection."""
+        """Document id -> its content hash and readers, as one store holds the collection (a document whose
+        readers changed during the re-index is copied again, as one whose text did)."""
         out: dict[str, str] = {}
         async for page in self._stub(store).ListDocuments(common_pb2.ListDocumentsRequest(collection=collection),
                                                           timeout=STORE_TIMEOUT_S):
-            out.update((d.doc_id, d.content_hash) for d in page.documents)
+            out.update((d.doc_id, f"{d.content_hash} {d.readers}") for d in page.documents)
         return out
 
     # --- switches -----------------------------------------------------------------------------------------

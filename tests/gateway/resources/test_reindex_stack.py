@@ -31,10 +31,11 @@ def doc(key: str, i: int, version: int = 0):
                          f"{['morning', 'evening'][version % 2]} round.", title=f"Journal {i}")
 
 
-def stored(stack, store: str, collection: str) -> dict[str, str]:
+def stored(stack, store: str, collection: str) -> dict[str, tuple[str, str]]:
+    """Each document's content hash and readers, as one store holds the collection."""
     pages = store_call(stack, store, "ListDocuments", common_pb2.ListDocumentsRequest(collection=collection),
                        stream=True)
-    return {d.doc_id: d.content_hash for page in pages for d in page.documents}
+    return {d.doc_id: (d.content_hash, d.readers) for page in pages for d in page.documents}
 
 
 def connect(stack) -> GatewayClient:
@@ -180,6 +181,9 @@ def test_a_reindex_cut_short_keeps_its_generation_in_step_and_the_rerun_finishes
     assert info.serving == 0 and info.generations[1].role == aliases_pb2.GENERATION_ROLE_BUILDING
     admin.upsert("reidx-c", [doc("c-late", 1)])  # written while half-built: mirrored into it
     assert "c-late" in stored(stack, "vector", "reidx-c.g1")
+    regrouped = doc("c-001", 1)  # the same text with readers of its own: the readers follow into the generation
+    regrouped.acl.allow.append("group:hr")
+    admin.upsert("reidx-c", [regrouped])
     with pytest.raises(HybridSearchError) as refused:  # another embedder cannot take over a half-built generation
         list(admin.reindex("reidx-c", "minilm-fp32"))
     assert refused.value.code().name == "FAILED_PRECONDITION" and "alias drop reidx-c 1" in refused.value.message
