@@ -17,6 +17,7 @@ forbidden ids and words, in both directions, and every cache is warmed by one re
 
 from __future__ import annotations
 
+import json
 from contextlib import closing
 
 import grpc
@@ -84,7 +85,6 @@ def documents() -> list:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    import json
     collections = {**json.loads(STACK_ENV["HYBRIDSEARCH_COLLECTIONS"]),
                    COLLECTION: {"acl": {"allow": ["group:staff"]}, "tag_leg": True}}
     env = {**stack_env_on("2485", "2607", "2875"), "HYBRIDSEARCH_COLLECTIONS": json.dumps(collections),
