@@ -8,35 +8,29 @@ from hybridsearch.query import legs
 from hybridsearch.config.settings import get_settings
 from hybridsearch.runtime.server import serve
 from hybridsearch.contract.errors import InvalidArgument, abort_invalid
-from hybridsearch.fusion.methods import FusionParams, Item, QueryKind, Ranking, fuse
+from hybridsearch.fusion.methods import Fused, FusionParams, Item, QueryKind, Ranking, fuse
+from hybridsearch.fusion.packed import KIND_ENUM, KINDS, pack_fused
 from hybridsearch.fusion.params import params_from_proto, params_to_proto
 from hybridsearch.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc
 
-# Lists and evidence carry the leg's common_pb2.Leg value. Any value but UNSPECIFIED is a leg: proto3
-# enums are open, and a leg the leg table (query.legs) has no row for fuses with the default weight.
-KINDS = {
-    common_pb2.QUERY_KIND_UNSPECIFIED: QueryKind.ORIGINAL,
-    common_pb2.QUERY_KIND_ORIGINAL: QueryKind.ORIGINAL,
-    common_pb2.QUERY_KIND_LEXICAL_VARIANT: QueryKind.LEXICAL_VARIANT,
-    common_pb2.QUERY_KIND_SEMANTIC_VARIANT: QueryKind.SEMANTIC_VARIANT,
-    common_pb2.QUERY_KIND_HYDE: QueryKind.HYDE,
-    common_pb2.QUERY_KIND_FEEDBACK: QueryKind.FEEDBACK,
-}
-KIND_ENUM = {
-    QueryKind.ORIGINAL: common_pb2.QUERY_KIND_ORIGINAL,
-    QueryKind.LEXICAL_VARIANT: common_pb2.QUERY_KIND_LEXICAL_VARIANT,
-    QueryKind.SEMANTIC_VARIANT: common_pb2.QUERY_KIND_SEMANTIC_VARIANT,
-    QueryKind.HYDE: common_pb2.QUERY_KIND_HYDE,
-    QueryKind.FEEDBACK: common_pb2.QUERY_KIND_FEEDBACK,
-}
 MAX_LISTS = 64
 
 
 def fuse_proto(lists: list[common_pb2.RankedList], params: FusionParams, limit: int,
                with_text: bool = True) -> list[fusion_pb2.FusedHit]:
     rankings, texts = rankings_of(lists, with_text)
+    return fused_hits(fuse(rankings, params, limit), texts)
+
+
+def fuse_lists(lists: list[common_pb2.RankedList], params: FusionParams, limit: int) -> list[Fused]:
+    """The lists fused by the library (no texts: what a packed answer carries)."""
+    return fuse(rankings_of(lists, with_text=False)[0], params, limit)
+
+
+def fused_hits(fused: list[Fused], texts: dict[str, tuple[str, str]]) -> list[fusion_pb2.FusedHit]:
+    """The library's answer as FusedHit messages, each with its chunk's (title, text) from `texts`."""
     hits = []
-    for f in fuse(rankings, params, limit):
+    for f in fused:
         title, text = texts.get(f.chunk_id, ("", ""))
         hits.append(
             fusion_pb2.FusedHit(
@@ -57,6 +51,8 @@ def rankings_of(lists: list[common_pb2.RankedList],
     texts: dict[str, tuple[str, str]] = {}
     rankings = []
     for rl in lists:
+        # A list carries its leg's common_pb2.Leg value. Any value but UNSPECIFIED is a leg: proto3 enums are
+        # open, and a leg the leg table (query.legs) has no row for fuses with the default weight.
         if rl.leg <= common_pb2.LEG_UNSPECIFIED:
             raise InvalidArgument("every list needs a leg: a Leg value above 0 ("
                                   + ", ".join(f"{s.value} {s.name}" for s in legs.SPECS) + ", or a leg of its own)")
@@ -83,6 +79,9 @@ class FusionServicer(fusion_pb2_grpc.FusionServiceServicer):
             if not 0 < request.limit <= 10_000:
                 raise InvalidArgument(f"limit must be 1-10000, got {request.limit}")
             params = params_from_proto(request.config)
+            if request.packed:  # columns, no texts: fusion.packed
+                packed = pack_fused(fuse_lists(list(request.lists), params, request.limit))
+                return fusion_pb2.FuseResponse(packed=packed, config=params_to_proto(params))
             hits = fuse_proto(list(request.lists), params, request.limit, with_text=not request.omit_text)
         except InvalidArgument as err:
             await abort_invalid(context, err)

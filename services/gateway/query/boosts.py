@@ -14,7 +14,8 @@ from operator import attrgetter
 
 from hybridsearch.config.collections import MetadataBoost
 from hybridsearch.gateway.query.calibration import capped
-from hybridsearch.v1 import fusion_pb2, search_pb2
+from hybridsearch.fusion.packed import FusedDoc
+from hybridsearch.v1 import search_pb2
 
 FUSION, RERANK = search_pb2.BOOST_STAGE_FUSION, search_pb2.BOOST_STAGE_RERANK
 FACTOR = {FUSION: attrgetter("fusion"), RERANK: attrgetter("rerank")}  # a boost's factor at each stage
@@ -42,9 +43,9 @@ def _applied(collection: str, doc_id: str, found: list[tuple[MetadataBoost, floa
                                     factor=f) for b, f in found]
 
 
-def boost_fused(fused: list[fusion_pb2.FusedHit], metadata_of: Callable[[str], Mapping[str, str]],
+def boost_fused(fused: list[FusedDoc], metadata_of: Callable[[str], Mapping[str, str]],
                 boosts: Sequence[MetadataBoost], collection: str = "",
-                ) -> tuple[list[fusion_pb2.FusedHit], list[search_pb2.AppliedBoost]]:
+                ) -> tuple[list[FusedDoc], list[search_pb2.AppliedBoost]]:
     """One collection's fused hits with their fusion scores multiplied, re-sorted (stable) and re-normalised;
     what applied, each naming `collection`."""
     if not boosts or not fused:

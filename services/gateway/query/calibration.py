@@ -52,8 +52,9 @@ import numpy as np
 
 from hybridsearch.query import legs
 from hybridsearch.fusion.methods import FusionMethod, FusionParams
-from hybridsearch.fusion.service import KINDS
-from hybridsearch.v1 import common_pb2, fusion_pb2
+from hybridsearch.fusion.packed import KINDS
+from hybridsearch.fusion.packed import LegEvidence
+from hybridsearch.v1 import common_pb2
 
 SYNTHETIC_LOW, SYNTHETIC_CAP = 0.40, 0.70  # the not-reranked band (Gnosis)
 CENTRE = 0.40      # the sigmoid's midpoint in modulated evidence (Gnosis)
@@ -100,7 +101,7 @@ def scale_of(lists: Iterable[common_pb2.RankedList], params: FusionParams) -> Sc
                  frozenset(legs.bonus_values()))
 
 
-def _rank_evidence(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale) -> tuple[float, float | None]:
+def _rank_evidence(evidence: Sequence[LegEvidence], scale: Scale) -> tuple[float, float | None]:
     """The hit's weighted rank evidence (the top-rank bonus included) and its own cosine (the original vector
     list's score; None when that list did not return it), in one pass over the evidence."""
     weights, k, window = scale.weights, scale.k, scale.window
@@ -122,7 +123,7 @@ def _rank_evidence(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale) -> 
     return total, own
 
 
-def _share_and_cosine(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale, boost: float) -> tuple[float, float | None]:
+def _share_and_cosine(evidence: Sequence[LegEvidence], scale: Scale, boost: float) -> tuple[float, float | None]:
     """evidence_share and hit_cosine in one pass over the evidence."""
     total, own = _rank_evidence(evidence, scale)
     share = min(1.0, boost * total / scale.maximum) if scale.maximum > 0 else 0.0
@@ -130,12 +131,12 @@ def _share_and_cosine(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale, 
     return share, None if cosine is None else min(1.0, max(0.0, cosine))
 
 
-def evidence_share(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale, boost: float = 1.0) -> float:
+def evidence_share(evidence: Sequence[LegEvidence], scale: Scale, boost: float = 1.0) -> float:
     """x in [0, 1]: the hit's rank evidence over the scale's maximum, times its fusion-stage boosts."""
     return _share_and_cosine(evidence, scale, boost)[0]
 
 
-def hit_cosine(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale) -> float | None:
+def hit_cosine(evidence: Sequence[LegEvidence], scale: Scale) -> float | None:
     """The hit's cosine to the query in [0, 1]: the original vector list's score, else that list's lowest
     (a hit it did not return is no closer), None when no original vector list ran."""
     return _share_and_cosine(evidence, scale, 1.0)[1]
@@ -164,7 +165,7 @@ def reranked_score(b: float, probability: float, fusion_weight: float) -> float:
     return fusion_weight * b + (1.0 - fusion_weight) * probability
 
 
-def own_score(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale, probability: float | None = None,
+def own_score(evidence: Sequence[LegEvidence], scale: Scale, probability: float | None = None,
               fusion_weight: float = 0.0, boost: float = 1.0) -> float:
     """A hit's calibrated score before display: on the reranked scale when `probability` is given (0 for a
     hit the reranker did not read in a reranked answer), else synthetic."""
@@ -174,7 +175,7 @@ def own_score(evidence: Sequence[fusion_pb2.LegEvidence], scale: Scale, probabil
     return synthetic(b) if probability is None else reranked_score(b, probability, fusion_weight)
 
 
-def own_scores(evidences: Sequence[Sequence[fusion_pb2.LegEvidence]], scales: Sequence[Scale],
+def own_scores(evidences: Sequence[Sequence[LegEvidence]], scales: Sequence[Scale],
                boosts: Sequence[float] | None = None, probabilities: Sequence[float] | None = None,
                fusion_weights: Sequence[float] | None = None) -> list[float]:
     """`own_score` of many hits (an answer's candidates), each with its own scale, fusion-stage boost (None:

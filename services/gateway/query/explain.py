@@ -9,12 +9,13 @@ from hybridsearch.gateway.query.pool import Pool
 from hybridsearch.gateway.query.report import Report
 from hybridsearch.gateway.query.request import SearchPlan
 from hybridsearch.gateway.query.rerank import Reranked
-from hybridsearch.v1 import expansion_pb2, fusion_pb2, search_pb2
+from hybridsearch.fusion.packed import FusedDoc
+from hybridsearch.v1 import expansion_pb2, search_pb2
 
 EXPLAINED_ORDER = 100  # fused hits an explanation lists
 
 
-def explanation(plan: SearchPlan, place: Callable[[int], tuple[str, str]], fused: list[fusion_pb2.FusedHit],
+def explanation(plan: SearchPlan, place: Callable[[int], tuple[str, str]], fused: list[FusedDoc],
                 reranked: Reranked, pool: Pool, report: Report) -> search_pb2.Explanation:
     exp = report.expansion or expansion_pb2.ExpandResponse()
     return search_pb2.Explanation(
@@ -30,7 +31,7 @@ def explanation(plan: SearchPlan, place: Callable[[int], tuple[str, str]], fused
     )
 
 
-def explained_id(plan: SearchPlan, place: Callable[[int], tuple[str, str]], fused: list[fusion_pb2.FusedHit],
+def explained_id(plan: SearchPlan, place: Callable[[int], tuple[str, str]], fused: list[FusedDoc],
                  i: int) -> str:
     """Fused hit i as explain names it: its doc id, "collection/doc_id" when several collections are
     searched (doc ids may repeat between them; collection names have no "/")."""

@@ -25,13 +25,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from hybridsearch.gateway.query.keys import SEP, key, split_key  # noqa: F401  (merged keys: re-exported)
 from hybridsearch.gateway.query.pool import Pool, trimmed
 from hybridsearch.gateway.query.report import Report
-from hybridsearch.v1 import common_pb2, fusion_pb2
+from hybridsearch.fusion.packed import FusedDoc
+from hybridsearch.v1 import common_pb2
 
 MERGE_RRF_K = 60  # RRF's k for the cross-collection fusion (the collections' fused lists, weight 1 each)
 
 # One collection's retrieval (legs, expansion, variants, fusion, graph): its fused list and the lists it was
 # fused from, or None when none of its legs answered.
-Retrieval = Callable[..., Awaitable[tuple[list[fusion_pb2.FusedHit], Pool] | None]]
+Retrieval = Callable[..., Awaitable[tuple[list[FusedDoc], Pool] | None]]
 
 
 class MergedPool:
@@ -70,8 +71,8 @@ def content_key(text: str) -> str | None:
     return hashlib.sha256(normal.encode()).hexdigest() if normal else None
 
 
-def merge(ranked: Sequence[tuple[str, Sequence[fusion_pb2.FusedHit]]], text_of: Callable[[str, str], str],
-          limit: int, k: int = MERGE_RRF_K) -> list[fusion_pb2.FusedHit]:
+def merge(ranked: Sequence[tuple[str, Sequence[FusedDoc]]], text_of: Callable[[str, str], str],
+          limit: int, k: int = MERGE_RRF_K) -> list[FusedDoc]:
     """The collections' fused lists (in request order) fused by RRF into one list of merged keys,
     one hit per content; scores are the RRF sums, normalized to the best."""
     kept: dict[str, list] = {}  # content -> [score, rank in its list, FusedHit, collection]
@@ -87,13 +88,12 @@ def merge(ranked: Sequence[tuple[str, Sequence[fusion_pb2.FusedHit]]], text_of: 
                 entry[1:] = [rank, f, collection]
     best = sorted(kept.values(), key=lambda e: -e[0])[:limit]  # stable: ties keep request order
     top = best[0][0] if best else 1.0
-    return [fusion_pb2.FusedHit(doc_id=f.doc_id, chunk_id=key(collection, f.chunk_id), fusion_score=score,
-                                normalized_score=score / top, evidence=f.evidence)
+    return [FusedDoc(f.doc_id, key(collection, f.chunk_id), score, score / top, list(f.evidence))
             for score, _, f, collection in best]
 
 
 async def fan_out(plan, retrieve: Retrieval, report: Report,
-                  limit: int) -> tuple[list[fusion_pb2.FusedHit], MergedPool] | None:
+                  limit: int) -> tuple[list[FusedDoc], MergedPool] | None:
     """Runs `retrieve(part, part_report)` for every collection of the plan at once, adopts each collection's
     report into `report` and merges what they fused; None when no collection retrieved anything."""
     reports = {part.collection: Report() for part in plan.parts}

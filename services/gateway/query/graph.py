@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from hybridsearch.config.search import GraphSettings
 from hybridsearch.gateway.query.report import OK, SKIPPED, LegStatus
 from hybridsearch.security.acl import of_request
-from hybridsearch.v1 import common_pb2, fusion_pb2, vector_pb2
+from hybridsearch.fusion.packed import FusedDoc
+from hybridsearch.v1 import common_pb2, vector_pb2
 
 NAME = "graph"
 
@@ -52,12 +53,12 @@ class GraphLeg:
         return backends.vector.Neighbours(request, timeout=min(timeout, self.cfg.timeout_s))
 
 
-def seeds(fused: Sequence[fusion_pb2.FusedHit], count: int) -> tuple[str, ...]:
+def seeds(fused: Sequence[FusedDoc], count: int) -> tuple[str, ...]:
     """The documents whose neighbours are looked up: the top `count` of the first fusion."""
     return tuple(f.doc_id for f in fused[:count])
 
 
-def keep_chunks(graph_list: common_pb2.RankedList, fused: Sequence[fusion_pb2.FusedHit]) -> int:
+def keep_chunks(graph_list: common_pb2.RankedList, fused: Sequence[FusedDoc]) -> int:
     """Rewrites each graph hit of a document already fused to the chunk fusion chose; how many were."""
     chosen = {f.doc_id: f.chunk_id for f in fused}
     kept = 0
@@ -68,7 +69,7 @@ def keep_chunks(graph_list: common_pb2.RankedList, fused: Sequence[fusion_pb2.Fu
     return kept
 
 
-async def neighbours(plan, fused: Sequence[fusion_pb2.FusedHit], cfg: GraphSettings, runner, deadline,
+async def neighbours(plan, fused: Sequence[FusedDoc], cfg: GraphSettings, runner, deadline,
                      report) -> common_pb2.RankedList | None:
     """The graph stage: the neighbours' list (its hits of fused documents rewritten to their fused chunk),
     or None when the stage is off, failed or found nothing. `runner` is gateway.query.legs.runner.LegRunner."""

@@ -20,13 +20,13 @@ from hybridsearch.v1 import search_pb2
 async def next_page(request: search_pb2.SearchRequest, plan: SearchPlan, pager: Pager, texts: StoredTexts,
                     analyzer: EnglishAnalyzer, deadline: Deadline) -> search_pb2.SearchResponse:
     started = time.perf_counter()
-    token, order, following = await pager.page(request, plan.requested, plan.top_k, plan.readers_key)
-    page = range(token.offset, min(token.offset + plan.top_k, len(order.hits)))
-    home = [split_key(order.hits[i].chunk_id, plan.collection) for i in page]
-    chunks = await texts.chunks([(c, order.hits[i].doc_id, chunk_id) for i, (c, chunk_id) in zip(page, home)],
+    token, order, kept, following = await pager.page(request, plan.requested, plan.top_k, plan.readers_key)
+    page = range(token.offset, min(token.offset + plan.top_k, len(kept)))
+    home = [split_key(kept[i].chunk_id, plan.collection) for i in page]
+    chunks = await texts.chunks([(c, kept[i].doc_id, chunk_id) for i, (c, chunk_id) in zip(page, home)],
                                 deadline, plan.stored_of)
     sources = [chunks.get(place) for place in home]
-    hits = [search_hit(order.hits[i], *place, order.titles[i], order.scores[i], order.blended_scores[i],
+    hits = [search_hit(kept[i], *place, order.titles[i], order.scores[i], order.blended_scores[i],
                        order.rerank_scores[i], order.reranked[i]) for i, place in zip(page, home)]
     tags = show_page(hits, sources, plan.query, analyzer, token.offset, plan.effort, plan.shows)
     first = order.head.counts  # the first page's: the candidates and the min_score's cut do not change

@@ -38,7 +38,9 @@ from redis.exceptions import RedisError
 from hybridsearch.config.deployment import RedisSettings
 from hybridsearch.config.search import PagingSettings
 from hybridsearch.contract.errors import InvalidArgument, Refusal
+from hybridsearch.fusion.packed import FusedDoc, unpack_fused
 from hybridsearch.v1 import paging_pb2, search_pb2
+from hybridsearch.v1.fusion_pb2 import FusedHit
 
 log = logging.getLogger(__name__)
 
@@ -250,10 +252,10 @@ class Pager:
             log.info("the page store (Redis) is reachable again: page tokens on")
             self.reachable = True
 
-    async def page(self, request: search_pb2.SearchRequest, collections: tuple[str, ...],
-                   size: int, readers: str = "") -> tuple[PageToken, paging_pb2.KeptOrder, str]:
-        """A later page's token and its stored order, and the token of the page after it ("" after the last);
-        InvalidArgument (bad, foreign, expired token) / Refusal (no Redis)."""
+    async def page(self, request: search_pb2.SearchRequest, collections: tuple[str, ...], size: int,
+                   readers: str = "") -> tuple[PageToken, paging_pb2.KeptOrder, list[FusedDoc | FusedHit], str]:
+        """A later page's token, its stored order and that order's hits (`kept_hits`), and the token of the page
+        after it ("" after the last); InvalidArgument (bad, foreign, expired token) / Refusal (no Redis)."""
         token = self.tokens.check(request.page_token, request_digest(request, collections, readers))
         pending = self._pending.get(token.order_id)
         if pending is not None:
@@ -262,10 +264,16 @@ class Pager:
             order = await self.store.load(order_key(token.collections, token.order_id))
         except (RedisError, OSError) as err:
             raise Refusal(f"the page store (Redis) is not reachable ({type(err).__name__}); retry later") from err
-        following = token.offset + size
-        return token, order, self.tokens.issue(token.order_id, following, token.digest) if following < len(order.hits) else ""
+        hits, following = kept_hits(order), token.offset + size
+        return token, order, hits, self.tokens.issue(token.order_id, following, token.digest) if following < len(hits) else ""
 
     async def close(self) -> None:
         if self._watch is not None:
             self._watch.cancel()
         await self.store.client.aclose()
+
+
+def kept_hits(order: paging_pb2.KeptOrder) -> list[FusedDoc | FusedHit]:
+    """A kept order's hits in final order: its columns (KeptOrder.fused), or the FusedHits an order kept by an
+    earlier version holds."""
+    return unpack_fused(order.fused) if order.fused.doc_ids or not order.hits else list(order.hits)

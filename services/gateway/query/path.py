@@ -24,7 +24,7 @@ from hybridsearch.gateway.query.rerank import Reranker
 from hybridsearch.gateway.query.respond import Answer, Responder
 from hybridsearch.gateway.query.retrieve import retrieve
 from hybridsearch.gateway.query.texts import StoredTexts
-from hybridsearch.v1 import fusion_pb2
+from hybridsearch.fusion.packed import FusedDoc
 
 
 class QueryPath:
@@ -61,7 +61,7 @@ class QueryPath:
         return await self.responder.respond(plan, fused, reranked, pool, deadline, report)
 
     async def collection(self, plan: SearchPlan, deadline: Deadline,
-                         report: Report) -> tuple[list[fusion_pb2.FusedHit], Pool] | None:
+                         report: Report) -> tuple[list[FusedDoc], Pool] | None:
         """One collection's fused list and the pool it was fused from (None: none of its legs answered)."""
         report.notices += plan.notices
         lists = await retrieve(plan, deadline, self.runner, self.expander, report, self.settings.query.variant_batch_wait_s)

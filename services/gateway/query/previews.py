@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
-from hybridsearch.v1 import common_pb2, fusion_pb2, search_pb2
+from hybridsearch.fusion.packed import FusedDoc
+from hybridsearch.v1 import common_pb2, search_pb2
 
 WORD = re.compile(r"\S+")
 
@@ -187,7 +188,7 @@ def show(hit: search_pb2.SearchHit, query: str, text: str, analyzer: EnglishAnal
         hit.full_text = text
 
 
-def search_hit(f: fusion_pb2.FusedHit, collection: str, chunk_id: str, title: str, score: float, blended: float,
+def search_hit(f: FusedDoc, collection: str, chunk_id: str, title: str, score: float, blended: float,
                rerank_score: float, reranked: bool) -> search_pb2.SearchHit:
     """A fused hit, in `collection` as `chunk_id` (its merged key split), as the answer shows it (without its
     preview): first pages and later ones alike."""

@@ -17,7 +17,8 @@ from hybridsearch.gateway.query.request import SearchPlan
 from hybridsearch.gateway.query.rerank_policy import ModelInfo, decide_rerank, needs_model
 from hybridsearch.gateway.query.texts import StoredTexts
 from hybridsearch.reranker.blend import blend
-from hybridsearch.v1 import common_pb2, fusion_pb2
+from hybridsearch.fusion.packed import FusedDoc
+from hybridsearch.v1 import common_pb2
 
 NAME = "rerank"
 
@@ -30,7 +31,7 @@ class Reranked:
     rerank: dict[int, float] = field(default_factory=dict)
     final: dict[int, float] = field(default_factory=dict)
 
-    def final_scores(self, fused: list[fusion_pb2.FusedHit]) -> dict[int, float]:
+    def final_scores(self, fused: list[FusedDoc]) -> dict[int, float]:
         """Blended scores for the head; the tail keeps fusion order, scaled to sit below the head."""
         if not self.final:
             return {i: f.normalized_score for i, f in enumerate(fused)}
@@ -48,7 +49,7 @@ class Reranker:
     def __init__(self, cfg: RerankSettings, backends: Backends, breakers: Breakers, texts: StoredTexts) -> None:
         self.cfg, self.backends, self.breaker, self.texts = cfg, backends, breakers.of(NAME), texts
 
-    async def rerank(self, plan: SearchPlan, fused: list[fusion_pb2.FusedHit], pool: Pool, deadline: Deadline,
+    async def rerank(self, plan: SearchPlan, fused: list[FusedDoc], pool: Pool, deadline: Deadline,
                      report: Report) -> Reranked:
         unchanged = Reranked(order=list(range(len(fused))))
         decision = needs_model(plan.rerank_requested, plan.effort)

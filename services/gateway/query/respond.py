@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from hybridsearch.bm25.analyzer import EnglishAnalyzer
 from hybridsearch.config.search import RerankSettings
 from hybridsearch.config.stores import Bm25Settings
+from hybridsearch.fusion.packed import FusedDoc, pack_docs
 from hybridsearch.gateway.query.boosts import AnswerBoosts, answer_boosts
 from hybridsearch.gateway.query.calibration import Scale, capped, non_increasing, own_scores, scale_of
 from hybridsearch.contract.errors import Refusal
@@ -28,7 +29,7 @@ from hybridsearch.gateway.query.request import SearchPlan
 from hybridsearch.gateway.query.rerank import Reranked
 from hybridsearch.gateway.query.texts import StoredTexts
 from hybridsearch.reranker.blend import fusion_weight
-from hybridsearch.v1 import fusion_pb2, paging_pb2, search_pb2
+from hybridsearch.v1 import paging_pb2, search_pb2
 
 
 @dataclass
@@ -44,7 +45,7 @@ class Responder:
         # Highlights match the query's terms as BM25 analyses them (stemmed, without stopwords).
         self.analyzer = EnglishAnalyzer(bm25.stemmer, bm25.stopwords)
 
-    async def respond(self, plan: SearchPlan, fused: list[fusion_pb2.FusedHit], reranked: Reranked, pool: Pool,
+    async def respond(self, plan: SearchPlan, fused: list[FusedDoc], reranked: Reranked, pool: Pool,
                       deadline: Deadline, report: Report) -> Answer:
         finals = reranked.final_scores(fused)
         # what every step below asks of a hit, worked out once: its collection's plan, and (several collections)
@@ -65,10 +66,10 @@ class Responder:
                 return ""
             return pool.hit(fused[i].chunk_id).title
 
-        def order(n: int) -> paging_pb2.KeptOrder:  # later pages' order: the fused hits copied whole
+        def order(n: int) -> paging_pb2.KeptOrder:  # later pages' order: the fused hits as columns
             head = kept[:n]
             return paging_pb2.KeptOrder(
-                hits=[fused[i] for i in head], titles=[kept_title(i) for i in head],
+                fused=pack_docs(fused[i] for i in head), titles=[kept_title(i) for i in head],
                 scores=[scores[i] for i in head], blended_scores=[finals[i] for i in head],
                 rerank_scores=[reranked.rerank.get(i, 0.0) for i in head], reranked=[i in reranked.rerank for i in head])
 
@@ -96,7 +97,7 @@ class Responder:
                 attach_context(shown_hits, chunks, plan.context)
         return Answer(response, order, len(kept))
 
-    def calibrated(self, plan: SearchPlan, fused: list[fusion_pb2.FusedHit], reranked: Reranked,
+    def calibrated(self, plan: SearchPlan, fused: list[FusedDoc], reranked: Reranked,
                    boosts: AnswerBoosts, pool: Pool, place: Callable[[int], tuple[str, str]],
                    parts: dict[str, SearchPlan]) -> dict[int, float]:
         """Each hit's calibrated score (gateway.query.calibration), measured on its own collection's scale with its

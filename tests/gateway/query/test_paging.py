@@ -13,9 +13,10 @@ import pytest
 from hybridsearch.contract.errors import InvalidArgument
 from hybridsearch.config.settings import Settings
 from hybridsearch.gateway.query.request import plan_search
-from hybridsearch.gateway.query.paging import MAX_TOKEN_CHARS, PageTokens, request_digest, token_collections
+from hybridsearch.fusion.packed import FusedDoc, LegEvidence, pack_docs
+from hybridsearch.gateway.query.paging import MAX_TOKEN_CHARS, PageTokens, kept_hits, request_digest, token_collections
 from hybridsearch.gateway.query.request import MAX_COLLECTIONS
-from hybridsearch.v1 import search_pb2
+from hybridsearch.v1 import common_pb2, fusion_pb2, paging_pb2, search_pb2
 
 
 def digest(request: search_pb2.SearchRequest) -> str:
@@ -126,3 +127,20 @@ def test_a_token_of_the_most_and_longest_collections_fits():
     token = TOKENS.issue("0" * 24, 990, digest(request), now=1e10)
     assert len(token) <= MAX_TOKEN_CHARS
     assert TOKENS.check(token, digest(request), now=1e10).collections == tuple(names)
+
+
+def test_a_kept_order_reads_its_columns_and_one_kept_by_an_earlier_version_its_messages():
+    """KeptOrder.fused (the columns) since the packed fused lists; an order kept before them, in Redis when the
+    gateway is upgraded, holds FusedHits in `hits` and pages on alike."""
+    docs = [FusedDoc("a", "a#0", 2.0, 1.0, [LegEvidence(common_pb2.LEG_BM25, common_pb2.QUERY_KIND_ORIGINAL, 1, 7.5)]),
+            FusedDoc("b", "b#1", 1.0, 0.5, [])]
+    rows = [(d.doc_id, d.chunk_id, d.fusion_score, d.normalized_score, [tuple(e) for e in d.evidence]) for d in docs]
+    packed = paging_pb2.KeptOrder.FromString(paging_pb2.KeptOrder(fused=pack_docs(docs)).SerializeToString())
+    earlier = paging_pb2.KeptOrder(hits=[
+        fusion_pb2.FusedHit(doc_id="a", chunk_id="a#0", fusion_score=2.0, normalized_score=1.0, evidence=[
+            fusion_pb2.LegEvidence(leg=common_pb2.LEG_BM25, kind=common_pb2.QUERY_KIND_ORIGINAL, rank=1, score=7.5)]),
+        fusion_pb2.FusedHit(doc_id="b", chunk_id="b#1", fusion_score=1.0, normalized_score=0.5)])
+    for order in (packed, earlier):
+        assert [(h.doc_id, h.chunk_id, h.fusion_score, h.normalized_score,
+                 [(e.leg, e.kind, e.rank, e.score) for e in h.evidence]) for h in kept_hits(order)] == rows
+    assert kept_hits(paging_pb2.KeptOrder()) == []

@@ -14,7 +14,8 @@ import pytest
 from query_standins import Call, Fusion, Reranker, backends, expansion, leg_answer, rpc_error, run, settings
 
 from hybridsearch.gateway.query.report import FAILED, OK, SKIPPED, Report
-from hybridsearch.v1 import common_pb2, expansion_pb2
+from hybridsearch.fusion.service import FusionServicer
+from hybridsearch.v1 import common_pb2, expansion_pb2, fusion_pb2
 
 ORIGINAL, HYDE = common_pb2.QUERY_KIND_ORIGINAL, common_pb2.QUERY_KIND_HYDE
 LEXICAL, SEMANTIC = common_pb2.QUERY_KIND_LEXICAL_VARIANT, common_pb2.QUERY_KIND_SEMANTIC_VARIANT
@@ -104,6 +105,37 @@ async def test_a_failed_fusion_service_fuses_in_the_gateway():
     assert parts.fusion.calls == 1 and report.degraded
     assert any("fused in the gateway" in n for n in report.notices)
     assert [h.doc_id for h in answer.response.hits][:2] == ["a", "c"]
+
+
+async def test_the_gateway_reads_an_older_fusion_services_messages_and_refuses_columns_out_of_step():
+    """A fusion service from before the packed answers (FusedHits, whatever was asked) gives the same answer;
+    one whose columns do not line up is not read out of step: the gateway fuses itself and says so."""
+    served, _ = await run(backends(), effort=FAST)
+
+    async def older(request, timeout=None):
+        unpacked = fusion_pb2.FuseRequest()
+        unpacked.CopyFrom(request)
+        unpacked.packed = False
+        return await FusionServicer().Fuse(unpacked, None)
+
+    parts = backends()
+    parts.fusion.Fuse = older
+    answer, report = await run(parts, effort=FAST)
+    assert not report.degraded
+    assert [(h.doc_id, h.chunk_id, h.score) for h in answer.response.hits] == \
+        [(h.doc_id, h.chunk_id, h.score) for h in served.response.hits]
+
+    async def out_of_step(request, timeout=None):
+        response = await FusionServicer().Fuse(request, None)
+        response.packed.evidence_ranks.pop()
+        return response
+
+    parts = backends()
+    parts.fusion.Fuse = out_of_step
+    answer, report = await run(parts, effort=FAST)
+    assert report.degraded and any("do not line up" in n and "fused in the gateway" in n for n in report.notices)
+    assert [(h.doc_id, h.chunk_id, h.score) for h in answer.response.hits] == \
+        [(h.doc_id, h.chunk_id, h.score) for h in served.response.hits]
 
 
 async def test_fast_fuses_in_the_gateway_where_the_operator_says_so_with_the_services_hits():
