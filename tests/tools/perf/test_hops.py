@@ -48,9 +48,11 @@ async def test_a_recorded_call_replays_byte_for_byte_and_the_library_cost_is_mea
     assert 0 < fusion_engine_ms([sent], 50) < 50
 
 
-def test_a_bare_echo_costs_cpu_on_both_sides():
+def test_a_bare_echo_costs_cpu_on_both_sides_and_more_when_it_waits():
     caller, server = echo_cost(200, 20_000, 100)
     assert caller > 0 and server > 0
+    waiting = sum(echo_cost(200, 20_000, 100, wait_s=0.01))
+    assert waiting > caller + server  # woken threads: a call that lasts costs gRPC more than one answered at once
 
 
 def test_the_tax_is_what_the_hop_costs_beyond_its_engine_in_echoes_and_the_table_shows_it():
@@ -59,4 +61,8 @@ def test_the_tax_is_what_the_hop_costs_beyond_its_engine_in_echoes_and_the_table
     assert math.isclose(row.tax, (0.3 + 2.3 - 1.7) / 0.4)
     assert row.as_dict()["tax"] == 2.25
     table = markdown([row], ["fast", "balanced"])
-    assert "| bm25.Search | 1.00 | 0.00 | 134 | 38000 | 0.300 | 2.300 | 1.700 | 0.400 | 2.2x |" in table
+    assert "| bm25.Search | 1.00 | 0.00 | 134 | 38000 | 0.300 | 2.300 | 1.700 | 0.400 | 2.2x | - | 2.2x |" in table
+    waited = HopRow("vector.Search", {"fast": 1.0}, 181, 51_000, 300, caller_cpu_ms=0.6, server_cpu_ms=11.0,
+                    engine_ms=9.8, echo_caller_cpu_ms=0.2, echo_server_cpu_ms=0.2, waiting_echo_cpu_ms=0.9)
+    assert math.isclose(waited.waiting_tax, (0.6 + 11.0 - 9.8) / 0.9) and waited.as_dict()["waiting_tax"] == 2.0
+    assert "| 0.400 | 4.5x | 0.900 | 2.0x |" in markdown([waited], ["fast"])
