@@ -14,6 +14,7 @@ from grpc_reflection.v1alpha import reflection
 
 from hybridsearch.config.settings import get_settings
 from hybridsearch.contract.limits import MAX_RESPONSE_BYTES, receive_limit
+from hybridsearch.runtime.heap import freeze_startup_heap
 from hybridsearch.runtime.metrics import RpcMetricsInterceptor, start_metrics_server
 from hybridsearch.security.tls import add_port, aio_channel
 from hybridsearch.runtime.telemetry import (
@@ -85,7 +86,8 @@ async def serve(
     await server.start()
     for svc in ["", *service_names]:
         await health_servicer.set(svc, health_pb2.HealthCheckResponse.SERVING)
-    log.info("%s serving on %s:%d", name, host, port)
+    frozen = freeze_startup_heap()  # set-up done: full collections walk only what answers make (runtime.heap)
+    log.info("%s serving on %s:%d (%d objects of its set-up frozen)", name, host, port, frozen)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
