@@ -32,7 +32,7 @@ STACK_ENV = {
     # Metrics endpoints are tested in tests/observability on ports of their own; off here, so test
     # stacks never take 9464.. from a `make run` on the same machine.
     "HYBRIDSEARCH_METRICS_PORT": "0",
-    # The chart's topology: every service a process of its own (tests/gateway/test_topology.py runs one
+    # The chart's topology: every service a process of its own (tests/gateway/query/test_topology_stack.py runs one
     # machine's default, fusion inside the gateway).
     "HYBRIDSEARCH_TOPOLOGY__IN_GATEWAY": "[]",
     # Snapshots into s3:// go to a moto_server on this port (tests/snapshots: started by the test that needs it).

@@ -5,7 +5,7 @@ services, each a process of its own), every one a bare grpc.aio server answering
 table's), neither side parsing anything; each service's engine work done as busy CPU in a thread (as the services
 run their engines), costing what the in-process baseline spends on it (its BM25 0.17 ms; everything else of its
 answer, the query embedding included, in the vector service). The gateway fans out as the query path does: BM25-only
-calls BM25; FAST calls BM25 and vector at once, then fusion. The client is a bare sync stub (bytes in, bytes out).
+calls BM25; FAST calls BM25 and vector at once, then fusion (or not: fusion inside the gateway). The client is a bare sync stub (bytes in, bytes out).
 
 What it prints per mode: p50 and p99 wall of sequential answers, back to back and then with a pause between them (as
 `hybridsearch speed` lets the processes settle between calls: threads gone idle are woken for each answer, which costs
@@ -65,7 +65,8 @@ def serve_engine(port: int, answer_bytes: int, engine_s: float, ready) -> None:
 
 
 def serve_gateway(port: int, ports: dict[str, int], ready) -> None:
-    """The gateway: the first byte of a request names the mode (b"b": BM25 only, b"f": FAST)."""
+    """The gateway: the first byte of a request names the mode (b"b": BM25 only, b"f": FAST, b"g": FAST with fusion
+    inside the gateway)."""
     async def main() -> None:
         channels = {name: grpc.aio.insecure_channel(f"127.0.0.1:{p}") for name, p in ports.items()}
         calls = {name: ch.unary_unary(METHOD, request_serializer=None, response_deserializer=None)
@@ -78,7 +79,8 @@ def serve_gateway(port: int, ports: dict[str, int], ready) -> None:
                 await calls["bm25"](bodies["bm25"])
             else:
                 await asyncio.gather(calls["bm25"](bodies["bm25"]), calls["vector"](bodies["vector"]))
-                await calls["fusion"](bodies["fusion"])
+                if request[:1] == b"f":  # b"g": fusion inside the gateway (no hop; its library's CPU is not counted)
+                    await calls["fusion"](bodies["fusion"])
             return answer
 
         server = grpc.aio.server()
@@ -118,7 +120,7 @@ def main() -> None:
     call = channel.unary_unary(METHOD, request_serializer=None, response_deserializer=None)
     try:
         for pause_ms in (0.0, args.pause_ms):
-            for mode, first in (("BM25 only", b"b"), ("FAST", b"f")):
+            for mode, first in (("BM25 only", b"b"), ("FAST", b"f"), ("FAST, fusion in the gateway", b"g")):
                 body = first + b"\x0a" * (SIZES["client"][0] - 1)
                 for _ in range(100):
                     call(body)

@@ -70,12 +70,17 @@ def _client(url: str, timeout_s: float):
 class TopologySettings(BaseModel):
     """Which stateless services run inside the gateway's process instead of their own (docs/performance.md,
     "Topology"): the same library, without the hop; the launcher starts no process for them, the chart deploys
-    no pods, the doctor says where they are. None by default, on one machine too: fusion inside the gateway
-    saves ~1.1 ms of CPU a FAST answer, but under concurrent searches it runs on the gateway's one core where
-    a fusion process runs on the other (two cores: closed-loop FAST p99 112-118 ms against 72-74 ms, the same
-    answers a second). `["fusion"]` where CPU counts more than p99, or where cores are few and busy."""
+    no pods, the doctor says where they are.
 
-    in_gateway: list[str] = Field(default_factory=list)
+    One machine's default is fusion inside the gateway: measured on two cores (docs/perf/topology-s37), a FAST answer
+    costs 1.0-1.5 ms less CPU (2.49-2.52x the in-process baseline against 2.69-2.79x) and comes 10% sooner, and the
+    closed loops answer more at a lower p99 (FAST 119-127/s at 48-50 ms against 102-108/s at 53-57 ms; BALANCED
+    62-66/s at 91-97 ms against 59-60/s at 99-100 ms). (Before the fused lists came back as columns and the heap
+    was frozen, fusion apart had the lower p99, and was the default.) The chart keeps fusion a Deployment of its own
+    (its values' `topology.inGateway: []`): a cluster's fusion scales apart from its gateways, and that trade was
+    not measured here. `[]` puts fusion in a process of its own here too."""
+
+    in_gateway: list[str] = Field(default_factory=lambda: ["fusion"])
 
     @field_validator("in_gateway")
     @classmethod

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from hybridsearch.config.deployment import RedisSettings
+from hybridsearch.config.deployment import RedisSettings, TopologySettings
+from hybridsearch.config.settings import Settings
 from hybridsearch.launcher import port_open, redis_server
 
 
@@ -42,3 +43,14 @@ async def test_a_command_after_a_redis_restart_reaches_the_new_server(tmp_path):
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_one_machines_topology_fuses_in_the_gateway_and_only_stateless_parts_move_in(monkeypatch):
+    """The default (measured: docs/performance.md "Topology") is fusion inside the gateway; `[]` puts it back in a
+    process of its own, as the chart does; a store cannot move into the gateway."""
+    monkeypatch.delenv("HYBRIDSEARCH_TOPOLOGY__IN_GATEWAY", raising=False)
+    assert TopologySettings().in_gateway == ["fusion"] == Settings().topology.in_gateway
+    monkeypatch.setenv("HYBRIDSEARCH_TOPOLOGY__IN_GATEWAY", "[]")
+    assert Settings().topology.in_gateway == []
+    with pytest.raises(ValueError, match="cannot run inside the gateway"):
+        TopologySettings(in_gateway=["bm25"])

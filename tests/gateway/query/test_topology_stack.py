@@ -1,7 +1,8 @@
 """Fusion inside the gateway through a real stack (topology.in_gateway [fusion]), so the
 launcher starts no fusion process and nothing listens on its port; FAST and BALANCED answer whole, not
 degraded, with the fusion configuration explained as the service would apply it; the doctor says where
-fusion runs. (Every other test stack runs the default topology, a fusion service of its own: tests/stacks.py.)"""
+fusion runs: one machine's default, set here as well. (Every other test stack runs the chart's topology, a fusion
+service of its own: tests/stacks.py.)"""
 
 from __future__ import annotations
 
