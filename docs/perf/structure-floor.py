@@ -27,9 +27,10 @@ import time
 import grpc
 import psutil
 
+from hybridsearch.tools.perf.hops import ECHO_METHOD, serve_bytes
+
 SIZES = {  # bytes, from the hop table (docs/performance.md, issue 35): request, answer
     "client": (160, 8_000), "bm25": (162, 38_488), "vector": (181, 51_246), "fusion": (10_444, 7_418)}
-METHOD = "/floor.Echo/Call"
 
 
 def busy(seconds: float) -> None:
@@ -46,30 +47,21 @@ def free_port() -> int:
 
 def serve_engine(port: int, answer_bytes: int, engine_s: float, ready) -> None:
     """A service: its engine's work in a thread, then bytes of its answer's size."""
-    async def main() -> None:
-        answer = b"\x0a" * answer_bytes
+    answer = b"\x0a" * answer_bytes
 
-        async def call(request: bytes, context) -> bytes:
-            if engine_s:
-                await asyncio.to_thread(busy, engine_s)
-            return answer
-
-        server = grpc.aio.server()
-        handler = grpc.unary_unary_rpc_method_handler(call, request_deserializer=None, response_serializer=None)
-        server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("floor.Echo", {"Call": handler})])
-        server.add_insecure_port(f"127.0.0.1:{port}")
-        await server.start()
-        ready.set()
-        await server.wait_for_termination()
-    asyncio.run(main())
+    async def call(request: bytes, context) -> bytes:
+        if engine_s:
+            await asyncio.to_thread(busy, engine_s)
+        return answer
+    asyncio.run(serve_bytes(port, call, ready))
 
 
 def serve_gateway(port: int, ports: dict[str, int], ready) -> None:
     """The gateway: the first byte of a request names the mode (b"b": BM25 only, b"f": FAST, b"g": FAST with fusion
     inside the gateway)."""
-    async def main() -> None:
+    async def run() -> None:
         channels = {name: grpc.aio.insecure_channel(f"127.0.0.1:{p}") for name, p in ports.items()}
-        calls = {name: ch.unary_unary(METHOD, request_serializer=None, response_deserializer=None)
+        calls = {name: ch.unary_unary(ECHO_METHOD, request_serializer=None, response_deserializer=None)
                  for name, ch in channels.items()}
         bodies = {name: b"\x0a" * SIZES[name][0] for name in ports}
         answer = b"\x0a" * SIZES["client"][1]
@@ -82,15 +74,8 @@ def serve_gateway(port: int, ports: dict[str, int], ready) -> None:
                 if request[:1] == b"f":  # b"g": fusion inside the gateway (no hop; its library's CPU is not counted)
                     await calls["fusion"](bodies["fusion"])
             return answer
-
-        server = grpc.aio.server()
-        handler = grpc.unary_unary_rpc_method_handler(search, request_deserializer=None, response_serializer=None)
-        server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("floor.Echo", {"Call": handler})])
-        server.add_insecure_port(f"127.0.0.1:{port}")
-        await server.start()
-        ready.set()
-        await server.wait_for_termination()
-    asyncio.run(main())
+        await serve_bytes(port, search, ready)
+    asyncio.run(run())
 
 
 def main() -> None:
@@ -117,7 +102,7 @@ def main() -> None:
     ready.wait(30)
     watched = [psutil.Process(p.pid) for p in procs] + [psutil.Process()]
     channel = grpc.insecure_channel(f"127.0.0.1:{gateway_port}")
-    call = channel.unary_unary(METHOD, request_serializer=None, response_deserializer=None)
+    call = channel.unary_unary(ECHO_METHOD, request_serializer=None, response_deserializer=None)
     try:
         for pause_ms in (0.0, args.pause_ms):
             for mode, first in (("BM25 only", b"b"), ("FAST", b"f"), ("FAST, fusion in the gateway", b"g")):

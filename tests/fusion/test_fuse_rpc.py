@@ -8,23 +8,10 @@ import pytest
 
 from hybridsearch.query import legs
 from hybridsearch.config.search import FusionSettings
-from hybridsearch.runtime.server import create_server
 from hybridsearch.fusion.params import params_from_settings, params_to_proto
-from hybridsearch.fusion.service import FusionServicer
-from hybridsearch.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc
+from hybridsearch.v1 import common_pb2, fusion_pb2
 
 BM25, VECTOR, TAG = common_pb2.LEG_BM25, common_pb2.LEG_VECTOR, common_pb2.LEG_TAG
-
-
-@pytest.fixture
-async def fusion():
-    srv = create_server("test")
-    fusion_pb2_grpc.add_FusionServiceServicer_to_server(FusionServicer(), srv)
-    port = srv.add_insecure_port("127.0.0.1:0")
-    await srv.start()
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        yield fusion_pb2_grpc.FusionServiceStub(channel)
-    await srv.stop(None)
 
 
 def ranked(leg, ids, scores=None):

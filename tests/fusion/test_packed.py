@@ -4,7 +4,6 @@ refused, not read out of step."""
 
 from __future__ import annotations
 
-import grpc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,9 +12,8 @@ from hybridsearch.contract.errors import InvalidArgument
 from hybridsearch.fusion.methods import FusionMethod, FusionParams
 from hybridsearch.fusion.packed import FusedDoc, LegEvidence, fused_docs, pack_docs, pack_fused, unpack_fused
 from hybridsearch.fusion.params import params_to_proto
-from hybridsearch.fusion.service import FusionServicer, fuse_lists, fuse_proto
-from hybridsearch.runtime.server import create_server
-from hybridsearch.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc
+from hybridsearch.fusion.service import fuse_lists, fuse_proto
+from hybridsearch.v1 import common_pb2, fusion_pb2
 
 KINDS = [common_pb2.QUERY_KIND_ORIGINAL, common_pb2.QUERY_KIND_LEXICAL_VARIANT, common_pb2.QUERY_KIND_HYDE,
          common_pb2.QUERY_KIND_FEEDBACK]
@@ -68,17 +66,6 @@ def test_columns_that_do_not_line_up_are_refused():
         broken(packed)
         with pytest.raises(InvalidArgument, match="do not line up"):
             unpack_fused(packed)
-
-
-@pytest.fixture
-async def fusion():
-    srv = create_server("test")
-    fusion_pb2_grpc.add_FusionServiceServicer_to_server(FusionServicer(), srv)
-    port = srv.add_insecure_port("127.0.0.1:0")
-    await srv.start()
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        yield fusion_pb2_grpc.FusionServiceStub(channel)
-    await srv.stop(None)
 
 
 async def test_the_rpc_answers_columns_when_asked_and_messages_otherwise(fusion):

@@ -29,6 +29,7 @@ import asyncio
 import statistics
 import time
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 
 import grpc
@@ -200,23 +201,26 @@ async def _replay(settings: Settings, rpc: Recorded, calls: int) -> tuple[float,
         return time.process_time() - cpu, time.perf_counter() - wall, engine
 
 
+async def serve_bytes(port: int, call: Callable[[bytes, object], Awaitable[bytes]], ready) -> None:
+    """A bare grpc.aio server answering ECHO_METHOD with `call(request, context)`, bytes in and out (nothing
+    parsed), until terminated; `ready` is set once it listens."""
+    server = grpc.aio.server()
+    handler = grpc.unary_unary_rpc_method_handler(call, request_deserializer=None, response_serializer=None)
+    server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("hops.Echo", {"Call": handler})])
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    await server.start()
+    ready.set()
+    await server.wait_for_termination()
+
+
 def _echo_serve(port: int, answer_bytes: int, wait_s: float, ready) -> None:
-    async def main() -> None:
-        answer = b"\x0a" * answer_bytes  # bytes, never parsed
+    answer = b"\x0a" * answer_bytes  # bytes, never parsed
 
-        async def echo(request: bytes, context) -> bytes:
-            if wait_s:
-                await asyncio.sleep(wait_s)
-            return answer
-
-        server = grpc.aio.server()
-        handler = grpc.unary_unary_rpc_method_handler(echo, request_deserializer=None, response_serializer=None)
-        server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("hops.Echo", {"Call": handler})])
-        server.add_insecure_port(f"127.0.0.1:{port}")
-        await server.start()
-        ready.set()
-        await server.wait_for_termination()
-    asyncio.run(main())
+    async def echo(request: bytes, context) -> bytes:
+        if wait_s:
+            await asyncio.sleep(wait_s)
+        return answer
+    asyncio.run(serve_bytes(port, echo, ready))
 
 
 def echo_cost(request_bytes: int, answer_bytes: int, calls: int, wait_s: float = 0.0) -> tuple[float, float]:
