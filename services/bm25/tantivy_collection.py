@@ -24,8 +24,8 @@ from hybridsearch.storage.stores import (
     COLLECTION_RECORD, BuiltHits, EngineUnavailable, UpsertResult, SPAN, chunk_from_payload, chunks_by_document, leg_hit,
     span_payload, stored_content, unchanged_since,
 )
-from hybridsearch.bm25.tantivy_queries import filter_clauses, lookups, meta_term, reader_clauses, reader_terms, \
-    readers_idf, term, term_freq, unmarked_chunks
+from hybridsearch.bm25.tantivy_queries import count_within, filter_clauses, kept_count, lookups, meta_term, \
+    reader_clauses, reader_terms, readers_idf, term, term_freq, unmarked_chunks
 from hybridsearch.security.acl import acl_payload, readers_key, same_readers
 from hybridsearch.v1 import common_pb2
 
@@ -106,7 +106,7 @@ class TantivyCollection:
     # --- reads ---------------------------------------------------------------------------------------
 
     def _chunk_count(self, searcher: tantivy.Searcher, doc_id: str) -> int:
-        return searcher.search(term(self.schema, "doc_id", doc_id), 1, count=True).count
+        return count_within(searcher, term(self.schema, "doc_id", doc_id))
 
     def _chunks_of(self, searcher: tantivy.Searcher, doc_id: str) -> list[dict]:
         result = searcher.search(term(self.schema, "doc_id", doc_id), MAX_HITS_PER_DOC, count=False)
@@ -127,10 +127,11 @@ class TantivyCollection:
         weight = term.weight * (idf(field, term.term) if idf is not None else 1.0)
         return query if weight == EXACT_WEIGHT else tantivy.Query.boost_query(query, weight)
 
-    def _terms(self, searcher: tantivy.Searcher, query: str, fuzzy: bool, restrict: list = ()) -> list[WeightedTerm]:
+    def _terms(self, searcher: tantivy.Searcher, query: str, fuzzy: bool, restrict: list = (),
+               kept: Callable | None = None) -> list[WeightedTerm]:
         if not fuzzy or not self.analyzer.typo_tolerant:  # hashed terms: exact only (the gateway says so)
             return exact_terms(self.analyzer.analyze_query(query))
-        return expand_query(query, *lookups(self.schema, searcher, self.analyzer, restrict))
+        return expand_query(query, *lookups(self.schema, searcher, self.analyzer, restrict, kept))
 
     def correct(self, query: str, readers: common_pb2.Readers | None = None) -> str:
         if not self.analyzer.typo_tolerant:
@@ -147,12 +148,16 @@ class TantivyCollection:
         known = self._readable_counts  # before the searcher, as the payload cache (_reader)
         payloads, searcher = self._reader()
         readers_only = self._reader_clauses(searcher, readers)
-        restrict = filter_clauses(self.schema, filters) + readers_only
+        filtered = filter_clauses(self.schema, filters)
+        restrict = filtered + readers_only
         idf = readers_idf(self.schema, searcher, readers_only, known, readers_key(readers)) \
             if readers_only and searcher.num_docs else None
+        # without filters the corrections count under the reader's clauses alone: the IDF's kept counts serve both
+        kept = kept_count(searcher, readers_only, known, readers_key(readers)) \
+            if readers_only and not filtered else None
         lists = []
         for query in queries:
-            scoring = self._scoring(self._terms(searcher, query, fuzzy, restrict), idf)
+            scoring = self._scoring(self._terms(searcher, query, fuzzy, restrict, kept), idf)
             if scoring is None or limit <= 0 or searcher.num_docs == 0:
                 lists.append([])
                 continue
@@ -205,13 +210,9 @@ class TantivyCollection:
         """(documents, chunks, details) from one searcher; with `readers`, the documents and chunks they may read."""
         searcher = self.index.searcher()
         restrict = self._reader_clauses(searcher, readers)
-
-        def count(query: tantivy.Query) -> int:
-            if restrict:
-                query = tantivy.Query.boolean_query([(tantivy.Occur.Must, query), *restrict])
-            return searcher.search(query, 1, count=True).count
-        chunks = count(tantivy.Query.all_query()) if restrict else searcher.num_docs
-        return count(term(self.schema, "position", 0)), chunks, {"segments": str(searcher.num_segments)}
+        chunks = count_within(searcher, tantivy.Query.all_query(), restrict) if restrict else searcher.num_docs
+        return (count_within(searcher, term(self.schema, "position", 0), restrict), chunks,
+                {"segments": str(searcher.num_segments)})
 
     def content_hashes(self, doc_ids: list[str]) -> dict[str, str]:
         searcher = self.index.searcher()

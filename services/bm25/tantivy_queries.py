@@ -90,6 +90,25 @@ def bm25_idf(docs: int, df: int) -> float:
 KNOWN_COUNTS = 65_536  # readable document frequencies kept per reader of an index (readers_idf's `known`)
 
 
+def count_within(searcher: tantivy.Searcher, query: tantivy.Query, restrict: Clauses = ()) -> int:
+    """How many chunks `query` matches among those the clauses `restrict` let through (every chunk: none)."""
+    if restrict:
+        query = tantivy.Query.boolean_query([(tantivy.Occur.Must, query), *restrict])
+    return searcher.search(query, 1, count=True).count
+
+
+def kept_count(searcher: tantivy.Searcher, restrict: Clauses, known: dict, who: str
+               ) -> Callable[[tuple, tantivy.Query], int]:
+    """count_within under a reader's clauses, each count kept in `known` under (who, *key) (one searcher's)."""
+    def count(key: tuple, query: tantivy.Query) -> int:
+        if (found := known.get((who, *key))) is None:
+            if len(known) >= KNOWN_COUNTS:
+                known.clear()
+            found = known[(who, *key)] = count_within(searcher, query, restrict)
+        return found
+    return count
+
+
 def readers_idf(schema: tantivy.Schema, searcher: tantivy.Searcher, restrict: Clauses, known: dict,
                 who: str) -> Callable[[str, str], float]:
     """(field, term) -> the boost that turns tantivy's IDF of the term, counted over every chunk, into its IDF over
@@ -97,28 +116,24 @@ def readers_idf(schema: tantivy.Schema, searcher: tantivy.Searcher, restrict: Cl
     from a collection of only what it reads, but for the average field length, which stays the whole collection's.
     1 for a term no readable chunk holds (it scores nothing here anyway). The counts are kept in `known` (one
     searcher's: the caller starts a new one when the index reloads), each counted once per reader."""
-    def count(key: tuple, query: tantivy.Query) -> int:
-        if (found := known.get(key)) is None:
-            if len(known) >= KNOWN_COUNTS:
-                known.clear()
-            found = known[key] = searcher.search(
-                tantivy.Query.boolean_query([(tantivy.Occur.Must, query), *restrict]), 1, count=True).count
-        return found
-
+    count = kept_count(searcher, restrict, known, who)
     docs = searcher.num_docs
-    within = count((who,), tantivy.Query.all_query())
+    within = count((), tantivy.Query.all_query())
 
     def boost(field: str, t: str) -> float:
         df = searcher.doc_freq(field, t)
-        readable = count((who, field, t), term_freq(schema, field, t)) if df else 0
+        readable = count((field, t), term_freq(schema, field, t)) if df else 0
         return bm25_idf(within, readable) / bm25_idf(docs, df) if readable else 1.0
     return boost
 
 
-def lookups(schema: tantivy.Schema, searcher: tantivy.Searcher, analyzer: Analyzer, restrict: Clauses = ()) -> tuple:
+def lookups(schema: tantivy.Schema, searcher: tantivy.Searcher, analyzer: Analyzer, restrict: Clauses = (),
+            kept: Callable[[tuple, tantivy.Query], int] | None = None) -> tuple:
     """fuzzy.py's look-ups on the body field: the analyzer, doc_freq, with_prefix. Under `restrict` (a reader's
-    clauses) a term's frequency is that among the documents it lets through, so no correction or expansion names a
-    word only documents the reader may not read hold."""
+    clauses, perhaps a search's filters too) a term's frequency is that among the documents it lets through, so no
+    correction or expansion names a word only documents the reader may not read hold. `kept`: the reader's kept
+    counts (kept_count), where `restrict` is its clauses alone: a word counted once for the reader's IDF
+    (readers_idf) and its corrections alike."""
     if not restrict:
         return (analyzer.analyze_query, lambda t: searcher.doc_freq("body", t),
                 lambda prefix, n: searcher.terms_with_prefix("body", prefix, limit=n))
@@ -126,8 +141,8 @@ def lookups(schema: tantivy.Schema, searcher: tantivy.Searcher, analyzer: Analyz
     def doc_freq(t: str) -> int:
         if not searcher.doc_freq("body", t):
             return 0
-        query = tantivy.Query.boolean_query([(tantivy.Occur.Must, term_freq(schema, "body", t)), *restrict])
-        return searcher.search(query, 1, count=True).count
+        query = term_freq(schema, "body", t)
+        return kept(("body", t), query) if kept is not None else count_within(searcher, query, restrict)
 
     def with_prefix(prefix: str, n: int) -> list[tuple[str, int]]:
         found = [(t, doc_freq(t)) for t, _ in searcher.terms_with_prefix("body", prefix, limit=4 * n)]

@@ -106,3 +106,33 @@ async def test_a_readers_ranking_uses_the_idf_of_what_it_reads(engine):
             (alone,) = await engine.search(f"only-{who}", [query], 10, [])
             assert [h.chunk_id for h in mine] == [h.chunk_id for h in alone], (who, query)
             assert [h.score for h in mine] == pytest.approx([h.score for h in alone], rel=1e-4), (who, query)
+
+
+async def test_a_readers_counts_are_kept_and_shared_by_its_idf_and_its_corrections(engine):
+    """A fuzzy search under readers counts each word among the readable chunks once: the reader's IDF and the typo
+    look-ups read the same kept counts (tantivy_queries.kept_count), so another typo of the same words counts
+    nothing again; with filters the look-ups count under those too, afresh."""
+    collection = engine._collection("c")
+    counts: list[int] = []
+
+    class Counting:  # the searcher, its counting searches counted
+        def __init__(self, searcher) -> None:
+            self.searcher = searcher
+
+        def __getattr__(self, name):
+            return getattr(self.searcher, name)
+
+        def search(self, query, limit, count=False, **kwargs):
+            counts.append(count)
+            return self.searcher.search(query, limit, count=count, **kwargs)
+    reader = collection._reader
+    collection._reader = lambda: (lambda payloads, searcher: (payloads, Counting(searcher)))(*reader())
+    (first,) = await engine.search("c", ["obsidain keepers"], 10, [], fuzzy=True, readers=ANA)
+    made = sum(counts)
+    assert made and docs_of(first) == READS["ana"][1]
+    assert {key[1:] for key in collection._readable_counts} >= {("body", "obsidian"), ("body", "keeper")}
+    (again,) = await engine.search("c", ["obsidan keeper"], 10, [], fuzzy=True, readers=ANA)
+    assert sum(counts) == made and docs_of(again) == docs_of(first)  # every count kept: none made again
+    only = [common_pb2.MetadataFilter(field="tags", not_equals="meadow,harbor")]
+    await engine.search("c", ["obsidain keepers"], 10, only, fuzzy=True, readers=ANA)
+    assert sum(counts) > made  # under filters the look-ups count afresh (their counts are not the reader's alone)
