@@ -48,6 +48,23 @@ def test_ascii_fast_path_highlights_what_ignorecase_does(query, text):
     assert term_spans(text, terms, ANALYZER) == ignorecase
 
 
+WORDS = st.text(alphabet="abcdefghiklmnoprstuy_0123", min_size=1, max_size=9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(WORDS, min_size=1, max_size=4), st.lists(st.tuples(WORDS, st.sampled_from(" ,.-_'(")), max_size=40),
+       st.booleans())
+def test_ascii_word_starts_find_what_the_folded_candidates_find(query_words, text_words, upper):
+    """The ASCII path's str.find of the candidates' prefixes at word starts (_word_starts) highlights exactly what
+    the folded candidates' regex finds, punctuation, underscores and digits in and around the words."""
+    terms = query_terms(" ".join(query_words), ANALYZER)
+    text = "".join(w + sep for w, sep in text_words)
+    text = text.upper() if upper else text
+    regex = [m.span() for m in _candidates(terms, folded=True).finditer(text.lower())
+             if _analysed(text[m.start():m.end()], ANALYZER) in terms] if terms else []
+    assert term_spans(text, terms, ANALYZER) == regex
+
+
 def test_stopwords_are_not_highlighted():
     p = preview("the fusion of lists", "The fusion of the lists.", ANALYZER)
     assert highlighted(p) == ["fusion", "lists"]
