@@ -51,23 +51,26 @@ class FusedDoc:
 def pack_fused(fused: Sequence[Fused]) -> fusion_pb2.PackedFused:
     """The library's fused documents as columns."""
     evidence = [e for f in fused for e in f.evidence]
-    return fusion_pb2.PackedFused(
-        doc_ids=[f.doc_id for f in fused], chunk_ids=[f.chunk_id for f in fused],
-        fusion_scores=[f.score for f in fused], normalized_scores=[f.normalized for f in fused],
-        evidence_counts=[len(f.evidence) for f in fused], evidence_legs=[e.leg for e in evidence],
-        evidence_kinds=[KIND_ENUM[e.kind] for e in evidence], evidence_ranks=[e.rank for e in evidence],
-        evidence_scores=[e.score for e in evidence])
+    return _columns(fused, [f.score for f in fused], [f.normalized for f in fused], evidence,
+                    [KIND_ENUM[e.kind] for e in evidence])
 
 
 def pack_docs(docs: Iterable[FusedDoc | fusion_pb2.FusedHit]) -> fusion_pb2.PackedFused:
     """Fused documents (or FusedHit messages) as columns: the order a first page keeps for its later pages."""
     docs = list(docs)
     evidence = [e for d in docs for e in d.evidence]
+    return _columns(docs, [d.fusion_score for d in docs], [d.normalized_score for d in docs], evidence,
+                    [e.kind for e in evidence])
+
+
+def _columns(docs: Sequence, scores: list[float], normalized: list[float], evidence: list,
+             kinds: list[int]) -> fusion_pb2.PackedFused:
+    """The columns of documents with `doc_id`, `chunk_id` and `evidence` (`leg`, `rank`, `score` each), their
+    scores and their evidence's kinds as the caller read them (the library's and FusedHit's names differ)."""
     return fusion_pb2.PackedFused(
-        doc_ids=[d.doc_id for d in docs], chunk_ids=[d.chunk_id for d in docs],
-        fusion_scores=[d.fusion_score for d in docs], normalized_scores=[d.normalized_score for d in docs],
-        evidence_counts=[len(d.evidence) for d in docs], evidence_legs=[e.leg for e in evidence],
-        evidence_kinds=[e.kind for e in evidence], evidence_ranks=[e.rank for e in evidence],
+        doc_ids=[d.doc_id for d in docs], chunk_ids=[d.chunk_id for d in docs], fusion_scores=scores,
+        normalized_scores=normalized, evidence_counts=[len(d.evidence) for d in docs],
+        evidence_legs=[e.leg for e in evidence], evidence_kinds=kinds, evidence_ranks=[e.rank for e in evidence],
         evidence_scores=[e.score for e in evidence])
 
 

@@ -69,7 +69,7 @@ def _candidates(terms: frozenset[str], folded: bool = False) -> re.Pattern:
     their umlauts (Snowball's German stemmer folds them: Häuser -> haus). `folded`: for an ASCII text
     already lowercased, the same words without IGNORECASE (which makes the regex engine try every
     alternative at every position: 2-3x slower over a page's texts)."""
-    prefixes = sorted({t[:-1] if len(t) > 3 else t for t in terms}, key=len, reverse=True)
+    prefixes = sorted(_prefixes(terms), key=len, reverse=True)
     if folded:
         return re.compile(rf"\b(?:{'|'.join(re.escape(prefix.lower()) for prefix in prefixes)})\w*")
     alternatives = "|".join("".join(UMLAUT.get(c, re.escape(c)) for c in prefix) for prefix in prefixes)
@@ -81,10 +81,15 @@ def _ascii(terms: frozenset[str]) -> bool:
     return all(t.isascii() for t in terms)
 
 
+def _prefixes(terms: frozenset[str]) -> set[str]:
+    """What a word starts with to be a candidate for one of `terms` (`_candidates`): the term less its last letter."""
+    return {t[:-1] if len(t) > 3 else t for t in terms}
+
+
 @lru_cache(maxsize=4096)
 def _word_prefixes(terms: frozenset[str]) -> tuple[str, ...] | None:
-    """The candidates' prefixes (as `_candidates`) when every one is ASCII word characters, lowercased; else None."""
-    prefixes = {t[:-1] if len(t) > 3 else t for t in terms}
+    """The candidates' prefixes when every one is ASCII word characters, lowercased; else None."""
+    prefixes = _prefixes(terms)
     if all(p.isascii() and p.replace("_", "a").isalnum() for p in prefixes):
         return tuple(sorted(p.lower() for p in prefixes))
     return None
