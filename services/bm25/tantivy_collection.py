@@ -150,14 +150,13 @@ class TantivyCollection:
         readers_only = self._reader_clauses(searcher, readers)
         filtered = filter_clauses(self.schema, filters)
         restrict = filtered + readers_only
-        idf = readers_idf(self.schema, searcher, readers_only, known, readers_key(readers)) \
-            if readers_only and searcher.num_docs else None
+        kept = kept_count(searcher, readers_only, known, readers_key(readers)) if readers_only else None
+        idf = readers_idf(self.schema, searcher, kept) if kept is not None and searcher.num_docs else None
         # without filters the corrections count under the reader's clauses alone: the IDF's kept counts serve both
-        kept = kept_count(searcher, readers_only, known, readers_key(readers)) \
-            if readers_only and not filtered else None
+        corrections = kept if not filtered else None
         lists = []
         for query in queries:
-            scoring = self._scoring(self._terms(searcher, query, fuzzy, restrict, kept), idf)
+            scoring = self._scoring(self._terms(searcher, query, fuzzy, restrict, corrections), idf)
             if scoring is None or limit <= 0 or searcher.num_docs == 0:
                 lists.append([])
                 continue

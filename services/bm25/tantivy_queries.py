@@ -109,14 +109,13 @@ def kept_count(searcher: tantivy.Searcher, restrict: Clauses, known: dict, who: 
     return count
 
 
-def readers_idf(schema: tantivy.Schema, searcher: tantivy.Searcher, restrict: Clauses, known: dict,
-                who: str) -> Callable[[str, str], float]:
+def readers_idf(schema: tantivy.Schema, searcher: tantivy.Searcher,
+                count: Callable[[tuple, tantivy.Query], int]) -> Callable[[str, str], float]:
     """(field, term) -> the boost that turns tantivy's IDF of the term, counted over every chunk, into its IDF over
-    the chunks `restrict` (the clauses of the readers `who` names) lets through: the ranking the reader would get
-    from a collection of only what it reads, but for the average field length, which stays the whole collection's.
-    1 for a term no readable chunk holds (it scores nothing here anyway). The counts are kept in `known` (one
-    searcher's: the caller starts a new one when the index reloads), each counted once per reader."""
-    count = kept_count(searcher, restrict, known, who)
+    the chunks the reader's clauses let through: the ranking the reader would get from a collection of only what it
+    reads, but for the average field length, which stays the whole collection's. 1 for a term no readable chunk
+    holds (it scores nothing here anyway). `count`: the reader's kept counts under its clauses (kept_count: one
+    searcher's, each counted once per reader)."""
     docs = searcher.num_docs
     within = count((), tantivy.Query.all_query())
 

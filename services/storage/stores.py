@@ -99,23 +99,22 @@ LISTED_FIELDS = ["doc_id", "position", "content_hash", "written_at_ms", "key_id"
 def stored_documents(payloads: Iterable[dict]) -> list[common_pb2.StoredDocument]:
     """Every document in a store's chunk payloads, by id: its hash, chunk count, write time, readers, whether its
     chunks are torn (hashes or readers disagree, or positions are not 0..n-1), and a sealed one's key ids."""
-    docs: dict[str, tuple[set[str], list[int], int, set[str]]] = {}
-    readers: dict[str, set[str]] = {}
+    docs: dict[str, tuple[set[str], set[str], list[int], int, set[str]]] = {}
     for p in payloads:
-        hashes, positions, written, key_ids = docs.setdefault(p["doc_id"], (set(), [], 0, set()))
+        hashes, readers, positions, written, key_ids = docs.setdefault(p["doc_id"], (set(), set(), [], 0, set()))
         hashes.add(p.get("content_hash", ""))
-        readers.setdefault(p["doc_id"], set()).add(readers_key_of(acl_of(p) or common_pb2.Acl()))
+        readers.add(readers_key_of(acl_of(p) or common_pb2.Acl()))
         positions.append(int(p.get("position", 0)))
         if p.get("key_id"):
             key_ids.add(p["key_id"])
-        docs[p["doc_id"]] = (hashes, positions, max(written, int(p.get("written_at_ms", 0) or 0)), key_ids)
+        docs[p["doc_id"]] = (hashes, readers, positions, max(written, int(p.get("written_at_ms", 0) or 0)), key_ids)
     out = []
     for doc_id in sorted(docs):
-        hashes, positions, written, key_ids = docs[doc_id]
+        hashes, readers, positions, written, key_ids = docs[doc_id]
         out.append(common_pb2.StoredDocument(
             doc_id=doc_id, content_hash=min(hashes), chunks=len(positions), written_at_ms=written,
-            torn=len(hashes) > 1 or len(readers[doc_id]) > 1 or sorted(positions) != list(range(len(positions))),
-            key_ids=sorted(key_ids), readers=min(readers[doc_id]),
+            torn=len(hashes) > 1 or len(readers) > 1 or sorted(positions) != list(range(len(positions))),
+            key_ids=sorted(key_ids), readers=min(readers),
         ))
     return out
 
