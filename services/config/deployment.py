@@ -69,25 +69,26 @@ def _client(url: str, timeout_s: float):
 
 class TopologySettings(BaseModel):
     """Which stateless services run inside the gateway's process instead of their own (docs/performance.md,
-    "Topology"): the same library, without the hop; the launcher starts no process for them, the chart deploys
-    no pods, the doctor says where they are.
+    "Topology"): the same code, without the hop (fusion's library, gateway.query.fuse; expansion's servicer,
+    expansion.in_process); the launcher starts no process for them, the chart deploys no pods, the doctor says
+    where they are.
 
-    One machine's default is fusion inside the gateway: measured on two cores (docs/perf/topology-s37), a FAST answer
-    costs 1.0-1.5 ms less CPU (2.49-2.52x the in-process baseline against 2.69-2.79x) and comes 10% sooner, and the
-    closed loops answer more at a lower p99 (FAST 119-127/s at 48-50 ms against 102-108/s at 53-57 ms; BALANCED
-    62-66/s at 91-97 ms against 59-60/s at 99-100 ms). (Before the fused lists came back as columns and the heap
-    was frozen, fusion apart had the lower p99, and was the default.) The chart keeps fusion a Deployment of its own
-    (its values' `topology.inGateway: []`): a cluster's fusion scales apart from its gateways, and that trade was
-    not measured here. `[]` puts fusion in a process of its own here too."""
+    One machine's default is both inside the gateway. Fusion (docs/perf/topology-s37): a FAST answer costs 1.0-1.5 ms
+    less CPU (2.49-2.52x the in-process baseline against 2.69-2.79x) and comes 10% sooner, and the closed loops
+    answer more at a lower p99. Expansion (docs/perf/topology-s38): a BALANCED answer comes 0.4-1.4 ms sooner for
+    0.4 ms less CPU, one process fewer; its closed loops moved within the machine's noise. What it costs the
+    gateway: the language detector's ~370 MB and ~3 s at start (the expansion process had them). The chart keeps
+    both Deployments of their own (its values' `topology.inGateway: []`): on a cluster they scale apart from the
+    gateways, and that trade was not measured here. `[]` puts them in processes of their own here too."""
 
-    in_gateway: list[str] = Field(default_factory=lambda: ["fusion"])
+    in_gateway: list[str] = Field(default_factory=lambda: ["fusion", "expansion"])
 
     @field_validator("in_gateway")
     @classmethod
     def _colocatable(cls, names: list[str]) -> list[str]:
         if wrong := [n for n in names if n not in services.COLOCATABLE]:
             raise ValueError(f"{wrong} cannot run inside the gateway: only {list(services.COLOCATABLE)} can "
-                             "(stateless; the stores and expansion's LLM keep their own processes)")
+                             "(stateless; the stores keep their own processes)")
         return list(dict.fromkeys(names))
 
 

@@ -49,7 +49,10 @@ LLM_DEADLINE_MARGIN_S = 1.0
 
 
 class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
-    def __init__(self, settings: Settings) -> None:
+    """Served by its own process (main), or inside the gateway's (expansion.in_process, topology.in_gateway), where
+    its BM25 probes go over the gateway's channel (`bm25`)."""
+
+    def __init__(self, settings: Settings, bm25: bm25_pb2_grpc.Bm25ServiceStub | None = None) -> None:
         self.cfg: ExpansionSettings = settings.expansion
         self.settings = settings
         self.analyzers = Analyzers(settings.bm25.stemmer, settings.bm25.stopwords)
@@ -58,7 +61,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
             LlmExpander(self.cfg.llm_url, self.cfg.llm_model, self.cfg.llm_timeout_s, self.cfg.llm_max_tokens)
             if self.cfg.llm_url else None
         )
-        self.bm25 = bm25_pb2_grpc.Bm25ServiceStub(internal_channel(settings.endpoints.addr("bm25")))
+        self.bm25 = bm25 or bm25_pb2_grpc.Bm25ServiceStub(internal_channel(settings.endpoints.addr("bm25")))
         self.sealer = Sealer(settings)  # sealed collections: the probe's texts opened, cache entries sealed
         self.terms = HashedTerms(settings.bm25)  # hashed-terms collections: the probe's query hashed
         self.tracer = tracer(__name__)
@@ -182,6 +185,15 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
         return expansion_pb2.ExpandResponse(lexical_variants=lexical, semantic_variants=semantic, generator=generator,
                                             fallback_reason=fallback)
 
+    async def start(self) -> None:
+        """Before the first query: the detector's models loaded (~3 s, not in a query's deadline); the cache's Redis
+        looked for."""
+        await asyncio.to_thread(DETECTOR.warm)
+        if await self.cache.ping():
+            log.info("expansion cache: Redis at %s", self.settings.redis.cache_at)
+        else:
+            log.warning("expansion cache: NO Redis at %s — running uncached", self.settings.redis.cache_at)
+
     async def close(self) -> None:
         await self.cache.close()
         if self.llm is not None:
@@ -215,11 +227,7 @@ def _remaining(context) -> float | None:
 async def main() -> None:
     settings = get_settings()
     servicer = ExpansionServicer(settings)
-    await asyncio.to_thread(DETECTOR.warm)  # the detector's models load once (~3 s), not in a query's deadline
-    if await servicer.cache.ping():
-        log.info("expansion cache: Redis at %s", settings.redis.cache_at)
-    else:
-        log.warning("expansion cache: NO Redis at %s — running uncached", settings.redis.cache_at)
+    await servicer.start()
 
     async def register(server: grpc.aio.Server) -> list[str]:
         expansion_pb2_grpc.add_ExpansionServiceServicer_to_server(servicer, server)

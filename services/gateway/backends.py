@@ -1,4 +1,6 @@
-"""The gateway's connections to the internal services and to Triton."""
+"""The gateway's connections to the internal services and to Triton; a co-locatable service the topology puts inside
+the gateway (topology.in_gateway) is answered in this process instead, behind the same interface (expansion's
+servicer: expansion.in_process; fusion's library: gateway.query.fuse)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ from dataclasses import dataclass
 
 from hybridsearch.runtime import services
 from hybridsearch.config.settings import Settings
+from hybridsearch.expansion.in_process import InProcessExpansion
 from hybridsearch.runtime.server import internal_channel
 from hybridsearch.reranker.client import RerankerClient
 from hybridsearch.v1 import bm25_pb2_grpc, expansion_pb2_grpc, fusion_pb2_grpc, vector_pb2_grpc
@@ -15,7 +18,7 @@ from hybridsearch.v1 import bm25_pb2_grpc, expansion_pb2_grpc, fusion_pb2_grpc, 
 class Backends:
     bm25: bm25_pb2_grpc.Bm25ServiceStub
     vector: vector_pb2_grpc.VectorServiceStub
-    expansion: expansion_pb2_grpc.ExpansionServiceStub
+    expansion: expansion_pb2_grpc.ExpansionServiceStub | InProcessExpansion
     fusion: fusion_pb2_grpc.FusionServiceStub
     reranker: RerankerClient
     channels: list
@@ -23,17 +26,28 @@ class Backends:
     @classmethod
     def connect(cls, settings: Settings) -> Backends:
         ep = settings.endpoints
-        channels = {name: internal_channel(ep.addr(name)) for name in services.INTERNAL}
+        inside = settings.topology.in_gateway
+        answered_here = {"expansion"} & set(inside)  # no channel (fusion's stub stays: its own fallback path)
+        channels = {name: internal_channel(ep.addr(name)) for name in services.INTERNAL if name not in answered_here}
+        bm25 = bm25_pb2_grpc.Bm25ServiceStub(channels["bm25"])
         return cls(
-            bm25=bm25_pb2_grpc.Bm25ServiceStub(channels["bm25"]),
+            bm25=bm25,
             vector=vector_pb2_grpc.VectorServiceStub(channels["vector"]),
-            expansion=expansion_pb2_grpc.ExpansionServiceStub(channels["expansion"]),
+            expansion=(InProcessExpansion(settings, bm25) if "expansion" in inside
+                       else expansion_pb2_grpc.ExpansionServiceStub(channels["expansion"])),
             fusion=fusion_pb2_grpc.FusionServiceStub(channels["fusion"]),
             reranker=RerankerClient(settings.rerank),
             channels=list(channels.values()),
         )
 
+    async def start(self) -> None:
+        """What a part answered in this process needs before the first query (expansion's detector loaded)."""
+        if isinstance(self.expansion, InProcessExpansion):
+            await self.expansion.start()
+
     async def close(self) -> None:
+        if isinstance(self.expansion, InProcessExpansion):
+            await self.expansion.close()
         for channel in self.channels:
             await channel.close()
         await self.reranker.close()

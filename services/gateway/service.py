@@ -34,6 +34,7 @@ from hybridsearch.v1 import (
 async def main() -> None:
     settings = get_settings()
     backends = Backends.connect(settings)
+    await backends.start()
     # Writes and drops of a collection in one order (gateway/ingest/write_order.py), through the state Redis.
     order = WriteOrder(settings.redis.state())
     # Which collections exist (searches, Stats, CollectionService, snapshots): a restore's mark hides a half-made one.

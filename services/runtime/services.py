@@ -30,7 +30,7 @@ SERVICES: tuple[Service, ...] = (
     Service("gateway", "hybridsearch.gateway.service", ("SearchService", "IngestService", "CollectionService", "SnapshotService", "AliasService"), 50051, 0, public=True),
     Service("bm25", "hybridsearch.bm25.service", ("Bm25Service",), 50052, 1, store=True),
     Service("vector", "hybridsearch.vector.service", ("VectorService",), 50053, 2, store=True),
-    Service("expansion", "hybridsearch.expansion.service", ("ExpansionService",), 50054, 3),
+    Service("expansion", "hybridsearch.expansion.service", ("ExpansionService",), 50054, 3, colocatable=True),
     Service("fusion", "hybridsearch.fusion.service", ("FusionService",), 50055, 4, colocatable=True),
 )
 NAMES: tuple[str, ...] = tuple(s.name for s in SERVICES)

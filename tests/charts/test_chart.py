@@ -728,6 +728,21 @@ def test_fusion_inside_the_gateway_has_no_pods_and_every_service_reads_the_topol
     assert refused.returncode != 0 and "inGateway" in refused.stderr
 
 
+def test_expansion_inside_the_gateway_has_no_pods_and_the_gateway_reads_its_env(helm):
+    """topology.inGateway [fusion, expansion]: no expansion Deployment or Service; the gateway's pods get
+    expansion's own env (its LLM endpoint, say) under the gateway's, since its code runs there."""
+    inside = render(helm, "--set", "topology.inGateway={fusion,expansion}",
+                    "--set", "expansion.env.HYBRIDSEARCH_EXPANSION__LLM_URL=http://llm:8080/v1",
+                    "--set", "expansion.env.HYBRIDSEARCH_LOG_LEVEL=DEBUG", "--set", "gateway.env.HYBRIDSEARCH_LOG_LEVEL=WARNING")
+    assert not [d for d in inside if d["metadata"]["name"].endswith(("-hybridsearch-expansion", "-hybridsearch-fusion"))]
+    env = container_env(find(inside, "Deployment", "gateway"))
+    assert env["HYBRIDSEARCH_EXPANSION__LLM_URL"] == "http://llm:8080/v1" and env["HYBRIDSEARCH_LOG_LEVEL"] == "WARNING"
+    assert json.loads(env["HYBRIDSEARCH_TOPOLOGY__IN_GATEWAY"]) == ["fusion", "expansion"]
+    apart = render(helm, "--set", "expansion.env.HYBRIDSEARCH_EXPANSION__LLM_URL=http://llm:8080/v1")
+    assert find(apart, "Deployment", "expansion") and find(apart, "Service", "expansion")
+    assert "HYBRIDSEARCH_EXPANSION__LLM_URL" not in container_env(find(apart, "Deployment", "gateway"))
+
+
 def test_the_identity_providers_settings_reach_the_gateway_only(helm):
     """auth.oidc: the issuer, audience, claims and readable collections as the gateway's settings; its JWKS from a
     ConfigMap mounted read-only (or its URL); nothing without an issuer, nothing in other pods."""

@@ -45,11 +45,13 @@ async def test_a_command_after_a_redis_restart_reaches_the_new_server(tmp_path):
         process.wait(10)
 
 
-def test_one_machines_topology_fuses_in_the_gateway_and_only_stateless_parts_move_in(monkeypatch):
-    """The default (measured: docs/performance.md "Topology") is fusion inside the gateway; `[]` puts it back in a
-    process of its own, as the chart does; a store cannot move into the gateway."""
+def test_one_machines_topology_fuses_and_expands_in_the_gateway_and_only_stateless_parts_move_in(monkeypatch):
+    """The default (measured: docs/performance.md "Topology") is fusion and expansion inside the gateway; `[]` puts
+    them back in processes of their own, as the chart does; a store cannot move into the gateway."""
     monkeypatch.delenv("HYBRIDSEARCH_TOPOLOGY__IN_GATEWAY", raising=False)
-    assert TopologySettings().in_gateway == ["fusion"] == Settings().topology.in_gateway
+    assert TopologySettings().in_gateway == ["fusion", "expansion"] == Settings().topology.in_gateway
+    monkeypatch.setenv("HYBRIDSEARCH_TOPOLOGY__IN_GATEWAY", '["expansion"]')
+    assert Settings().topology.in_gateway == ["expansion"]
     monkeypatch.setenv("HYBRIDSEARCH_TOPOLOGY__IN_GATEWAY", "[]")
     assert Settings().topology.in_gateway == []
     with pytest.raises(ValueError, match="cannot run inside the gateway"):

@@ -192,6 +192,14 @@ Args: root, name, component.
 {{- range $key, $val := $v.env }}
 {{- $_ = set $env $key (include "hybridsearch.envValue" $val) }}
 {{- end }}
+{{- /* A service inside the gateway (topology.inGateway) runs in the gateway's pods with its own env, the gateway's over it. */}}
+{{- if eq .name "gateway" }}
+{{- range $inside := $v.topology.inGateway }}
+{{- range $key, $val := (index $v $inside).env }}
+{{- $_ = set $env $key (include "hybridsearch.envValue" $val) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- range $key, $val := .component.env }}
 {{- $_ = set $env $key (include "hybridsearch.envValue" $val) }}
 {{- end }}
