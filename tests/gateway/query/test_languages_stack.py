@@ -50,12 +50,18 @@ def test_the_expansion_answer_names_the_detected_language(gateway, german):
     e = response.explain
     assert (e.query_language, e.query_language_source) == ("de", "detected") and e.query_language_confidence >= 0.3
     assert response.hits[0].doc_id == "d02"
+    # Asked again, a cached answer (no detection) names the language it was made in.
+    again = search(gateway, "Wie wirkt Koffein auf den Schlaf", explain=True).explain
+    assert again.expansion_cache_hit and (again.query_language, again.query_language_source,
+                                          again.query_language_confidence) == (e.query_language, e.query_language_source,
+                                                                               e.query_language_confidence)
     # Too short to tell: the collection's language.
     e = search(gateway, "BM25", explain=True).explain
     assert (e.query_language, e.query_language_source) == ("de", "collection")
     # The request's override.
     e = search(gateway, "Wie wirkt Koffein auf den Schlaf", explain=True, language="en").explain
     assert (e.query_language, e.query_language_source, e.query_language_confidence) == ("en", "request", 1.0)
+    assert not e.expansion_cache_hit  # the override is in the key: not the detected answer's entry
 
 
 def test_an_unsupported_language_is_invalid_argument(gateway, german):
