@@ -156,36 +156,43 @@ def fuse(rankings: list[Ranking], params: FusionParams | None = None, limit: int
     # The legs whose original lists earn RRF's top-rank bonus when all of them put a document in their head.
     top_original: dict[int, set[str]] = {leg: set() for leg in legs.bonus_values()}
 
+    best_rank: dict[str, int] = {}  # each document's best rank in any list: the first tie-break
     for ranking in rankings:
         items = best_chunk_per_document(ranking.items)
         if not items:
             continue
-        weight = ranking.weight if ranking.weight is not None else params.kind_weight(ranking.kind)
-        weight *= params.leg_weight(ranking.leg)
+        leg, kind = ranking.leg, ranking.kind
+        weight = ranking.weight if ranking.weight is not None else params.kind_weight(kind)
+        weight *= params.leg_weight(leg)
         if params.method is FusionMethod.RRF:
             contributions = [weight / (params.rrf_k + r) for r in range(1, len(items) + 1)]
         else:
             norm = NORMALIZERS[params.method]
             contributions = [weight * s for s in norm([it.score for it in items])]
-        if ranking.kind is QueryKind.ORIGINAL and ranking.leg in top_original:
-            top_original[ranking.leg].update(it.doc_id for it in items[: params.top_rank_window])
+        if kind is QueryKind.ORIGINAL and leg in top_original:
+            top_original[leg].update(it.doc_id for it in items[: params.top_rank_window])
         for rank, (it, contribution) in enumerate(zip(items, contributions), start=1):
-            entry = fused.get(it.doc_id)
-            if entry is None:
-                entry = fused[it.doc_id] = Fused(it.doc_id, it.chunk_id, 0.0)
+            doc_id = it.doc_id
+            entry = fused.get(doc_id)
+            if entry is None:  # (0.0 + contribution: the sum a later list adds to)
+                fused[doc_id] = Fused(doc_id, it.chunk_id, 0.0 + contribution, 0.0, [Evidence(leg, kind, rank, it.score)])
+                best_rank[doc_id] = rank
+                if contribution > -1.0:
+                    best_contribution[doc_id] = contribution
+                continue
             entry.score += contribution
-            entry.evidence.append(Evidence(ranking.leg, ranking.kind, rank, it.score))
-            if contribution > best_contribution.get(it.doc_id, -1.0):
-                best_contribution[it.doc_id] = contribution
+            entry.evidence.append(Evidence(leg, kind, rank, it.score))
+            if rank < best_rank[doc_id]:
+                best_rank[doc_id] = rank
+            if contribution > best_contribution.get(doc_id, -1.0):
+                best_contribution[doc_id] = contribution
                 entry.chunk_id = it.chunk_id
 
     if params.method is FusionMethod.RRF and params.top_rank_bonus and top_original:
         for doc_id in set.intersection(*top_original.values()):
             fused[doc_id].score += params.top_rank_bonus
 
-    ordered = sorted(
-        fused.values(), key=lambda f: (-f.score, min(e.rank for e in f.evidence), f.doc_id)
-    )
+    ordered = sorted(fused.values(), key=lambda f: (-f.score, best_rank[f.doc_id], f.doc_id))
     if limit is not None:
         ordered = ordered[:limit]
     top = ordered[0].score if ordered else 0.0
