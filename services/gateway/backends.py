@@ -4,7 +4,10 @@ servicer: expansion.in_process; fusion's library: gateway.query.fuse)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import grpc
 
 from hybridsearch.runtime import services
 from hybridsearch.config.settings import Settings
@@ -24,11 +27,13 @@ class Backends:
     channels: list
 
     @classmethod
-    def connect(cls, settings: Settings) -> Backends:
-        ep = settings.endpoints
+    def connect(cls, settings: Settings, dial: Callable[[str], grpc.aio.Channel] | None = None) -> Backends:
+        """`dial(name)` opens the channel to an internal service (by default internal_channel to its address; the
+        hop table's tool records the calls through its own)."""
+        dial = dial or (lambda name: internal_channel(settings.endpoints.addr(name)))
         inside = settings.topology.in_gateway
         answered_here = {"expansion"} & set(inside)  # no channel (fusion's stub stays: its own fallback path)
-        channels = {name: internal_channel(ep.addr(name)) for name in services.INTERNAL if name not in answered_here}
+        channels = {name: dial(name) for name in services.INTERNAL if name not in answered_here}
         bm25 = bm25_pb2_grpc.Bm25ServiceStub(channels["bm25"])
         return cls(
             bm25=bm25,

@@ -41,7 +41,6 @@ from hybridsearch.gateway.query.deadline import Deadline
 from hybridsearch.gateway.query.report import Report
 from hybridsearch.gateway.query.request import plan_search
 from hybridsearch.gateway.query.path import QueryPath
-from hybridsearch.reranker.client import RerankerClient
 from hybridsearch.runtime.server import internal_channel
 from hybridsearch.tools.perf.hop import against_server
 from hybridsearch.tools.perf.procs import stack_processes
@@ -92,10 +91,11 @@ async def capture(settings: Settings, queries: list[str], collection: str, modes
     calls: dict[str, list] = {}
     for mode in modes:
         made: list = []
-        channels = {name: internal_channel(settings.endpoints.addr(name), interceptors=[_Recorder(name, made)])
-                    for name in STUBS}
-        backends = Backends(**{name: STUBS[name](channel) for name, channel in channels.items()},
-                            reranker=RerankerClient(settings.rerank), channels=list(channels.values()))
+        # the gateway's backends as its topology makes them (a part inside the gateway makes no hop: its calls
+        # are the ones it makes itself, an in-process expansion's BM25 probes), every call through a recorder
+        backends = Backends.connect(settings, lambda name: internal_channel(settings.endpoints.addr(name),
+                                                                            interceptors=[_Recorder(name, made)]))
+        await backends.start()
         path = QueryPath(settings, backends)
         try:
             for query in queries:
