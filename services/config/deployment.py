@@ -75,8 +75,10 @@ class TopologySettings(BaseModel):
 
     One machine's default is both inside the gateway. Fusion (docs/perf/topology-s37): a FAST answer costs 1.0-1.5 ms
     less CPU (2.49-2.52x the in-process baseline against 2.69-2.79x) and comes 10% sooner, and the closed loops
-    answer more at a lower p99. Expansion (docs/perf/topology-s38): a BALANCED answer comes 0.4-1.4 ms sooner for
-    0.4 ms less CPU, one process fewer; its closed loops moved within the machine's noise. What it costs the
+    answer more at a lower p99. Expansion (docs/perf/topology-s38, docs/perf/session-s38/two-gateways.txt): a BALANCED
+    answer costs 1.2 ms less CPU and comes 0.8-0.9 ms sooner (two gateways on one stack, asked in turn), 1.3 ms
+    sooner and 1.6-2.3 ms cheaper in `speed` (p50 3.83-3.87x the baseline against 4.00-4.05x); BM25-only and FAST
+    answers cost the same; the closed loops moved within the machine's noise. What it costs the
     gateway: the language detector's ~370 MB and ~3 s at start (the expansion process had them). The chart keeps
     both Deployments of their own (its values' `topology.inGateway: []`): on a cluster they scale apart from the
     gateways, and that trade was not measured here. `[]` puts them in processes of their own here too."""
