@@ -95,7 +95,7 @@ class ExpansionServicer(expansion_pb2_grpc.ExpansionServiceServicer):
     async def _answer(self, request, collection, filters, declared: str, requested: str,
                       context, seal: CollectionSeal | None = None) -> expansion_pb2.ExpandResponse:
         """The answer, its query's language named (text/language.py). The language is detected only where the
-        answer is made, not for a cached one, which names the language it was made in: the detection (~0.35 ms
+        answer is made, not for a cached one, which names the language it was made in: the detection (~0.3 ms
         a SciFact query) is a function of the query, the request's override and the collection's language, all
         in the key."""
         def detect() -> Detection:

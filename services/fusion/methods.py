@@ -174,7 +174,7 @@ def fuse(rankings: list[Ranking], params: FusionParams | None = None, limit: int
         for rank, (it, contribution) in enumerate(zip(items, contributions), start=1):
             doc_id = it.doc_id
             entry = fused.get(doc_id)
-            if entry is None:  # (0.0 + contribution: the sum a later list adds to)
+            if entry is None:  # its score the sum from 0.0, as a later list's contribution adds to it
                 fused[doc_id] = Fused(doc_id, it.chunk_id, 0.0 + contribution, 0.0, [Evidence(leg, kind, rank, it.score)])
                 best_rank[doc_id] = rank
                 if contribution > -1.0:

@@ -231,13 +231,13 @@ class Reindexer:
                 chunks = self.terms.chunks(seal, chunks)
         await stub.UpsertChunks(common_pb2.UpsertChunksRequest(collection=target, chunks=chunks), timeout=STORE_TIMEOUT_S)
 
-    async def _listing(self, store: str, collection: str) -> dict[str, str]:
-        """Document id -> its content hash and readers, as one store holds the collection (a document whose
+    async def _listing(self, store: str, collection: str) -> dict[str, tuple[str, str]]:
+        """Document id -> (its content hash, its readers), as one store holds the collection (a document whose
         readers changed during the re-index is copied again, as one whose text did)."""
-        out: dict[str, str] = {}
+        out: dict[str, tuple[str, str]] = {}
         async for page in self._stub(store).ListDocuments(common_pb2.ListDocumentsRequest(collection=collection),
                                                           timeout=STORE_TIMEOUT_S):
-            out.update((d.doc_id, f"{d.content_hash} {d.readers}") for d in page.documents)
+            out.update((d.doc_id, (d.content_hash, d.readers)) for d in page.documents)
         return out
 
     # --- switches -----------------------------------------------------------------------------------------
