@@ -31,14 +31,14 @@ class Backends:
         """`dial(name)` opens the channel to an internal service (by default internal_channel to its address; the
         hop table's tool records the calls through its own)."""
         dial = dial or (lambda name: internal_channel(settings.endpoints.addr(name)))
-        inside = settings.topology.in_gateway
-        answered_here = {"expansion"} & set(inside)  # no channel (fusion's stub stays: its own fallback path)
-        channels = {name: dial(name) for name in services.INTERNAL if name not in answered_here}
+        # expansion inside the gateway is dialled by no channel (fusion's stub stays: its own fallback path)
+        expansion_here = "expansion" in settings.topology.in_gateway
+        channels = {name: dial(name) for name in services.INTERNAL if not (name == "expansion" and expansion_here)}
         bm25 = bm25_pb2_grpc.Bm25ServiceStub(channels["bm25"])
         return cls(
             bm25=bm25,
             vector=vector_pb2_grpc.VectorServiceStub(channels["vector"]),
-            expansion=(InProcessExpansion(settings, bm25) if "expansion" in inside
+            expansion=(InProcessExpansion(settings, bm25) if expansion_here
                        else expansion_pb2_grpc.ExpansionServiceStub(channels["expansion"])),
             fusion=fusion_pb2_grpc.FusionServiceStub(channels["fusion"]),
             reranker=RerankerClient(settings.rerank),
