@@ -2,17 +2,15 @@
 to back, then 3 ms apart, its CPU per answer and the p50 of the answers' wall times (how much of the alternated
 figures is a process woken cold). Printed output of the run in session 23: one-gateway-warm.txt.
     .venv/bin/python docs/perf/session-s39/experiments/one-gateway-warm.py B_PID"""
-import json, os, statistics, sys, time
-from pathlib import Path
+import json, statistics, sys, time
 from hybridsearch.client import GatewayClient
+from hybridsearch.tools.perf.procs import cpu_ns
 from hybridsearch.tools.perf.speed import SPEED_MODES
 qs = [json.loads(line)["text"] for line in open("../shared/datasets/scifact/queries.jsonl")]
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def cpu(pid):
-    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / TICK
+    return cpu_ns(pid) / 1e9
 
 
 B = int(sys.argv[1]); c = GatewayClient("127.0.0.1:50151")

@@ -4,7 +4,7 @@ where the samples landed (own), idle waits left out.
 import collections
 import sys
 
-IDLE = ("select", "serve_forever", "wait (threading")
+IDLE = ("select", "wait (threading")  # where an idle thread's stack ends; the metrics server's thread (serve_forever) is left out whole
 cum, own, total = collections.Counter(), collections.Counter(), 0
 for line in open(sys.argv[1]):
     stack, _, n = line.rstrip().rpartition(" ")

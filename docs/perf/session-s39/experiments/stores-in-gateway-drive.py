@@ -2,25 +2,20 @@
 over their hops) and gateway B (both stores in its own process), in alternating order, each fresh to both (a
 suffix per round); CPU of A's gateway, BM25 and vector processes against B's gateway, and each answer's wall time.
     .venv/bin/python docs/perf/session-s39/experiments/stores-in-gateway-drive.py B_PID ROUND [N]"""
-import json, os, statistics, subprocess, sys, time
-from pathlib import Path
+import json, statistics, sys, time
 from hybridsearch.client import GatewayClient
+from hybridsearch.tools.perf.procs import cpu_ns, stack_processes
 from hybridsearch.tools.perf.speed import SPEED_MODES
 qs = [json.loads(line)["text"] for line in open("../shared/datasets/scifact/queries.jsonl")]
-TICK = os.sysconf("SC_CLK_TCK")
 COLLECTION = "bench-scifact-8c1bc262"
 
 
 def cpu(pid):
-    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / TICK
+    return cpu_ns(pid) / 1e9
 
 
-def pid_of(name):
-    return int(subprocess.run(["pgrep", "-f", f"hybridsearch.cli serve {name}$"], capture_output=True, text=True).stdout.split()[0])
-
-
-A = tuple(pid_of(s) for s in ("gateway", "bm25", "vector"))
+running = stack_processes()
+A = tuple(running[s] for s in ("gateway", "bm25", "vector"))
 B = (int(sys.argv[1]),)
 n = int(sys.argv[3]) if len(sys.argv) > 3 else len(qs)
 clients = {"A": (GatewayClient("127.0.0.1:50051"), A), "B": (GatewayClient("127.0.0.1:50151"), B)}
